@@ -1,0 +1,236 @@
+"""``GDPOTrainer``: TRL's ``GRPOTrainer`` with GDPO advantages, a hook to replace them, and per-reward diagnostics.
+
+TRL 1.16 computes advantages inline in ``_generate_and_score_completions`` (about 600 lines, no hook). Instead of
+copying that method we let it run and then replace its ``advantages`` with our own, computed from the same gathered
+reward matrix. The cost is TRL's own advantage arithmetic on an ``[N, K]`` tensor, which is negligible next to
+generation and the forward passes (see ``scripts/benchmark_trainer.py``).
+
+TRL internals this relies on (checked against trl 1.16; the package pins ``trl>=1.16,<1.17``):
+
+- ``_calculate_rewards(inputs, prompts, completions, completion_ids_list)`` returns the ``[N_global, K]`` float
+  reward matrix, gathered across processes in rank order, with each prompt's completions contiguous and ``None``
+  rewards as NaN. It is called once per ``_generate_and_score_completions`` call.
+- ``_generate_and_score_completions(inputs)`` returns a dict whose ``"advantages"`` is this process's ``[N_local]``
+  slice ``[process_index * N_local : (process_index + 1) * N_local]`` of the global advantages, with
+  ``N_local == len(inputs)``.
+- ``self._logs["advantages"]`` (a deque feeding the completions table) ends with that call's ``N_global``
+  advantages; ``self._metrics[mode]`` is a dict of lists whose means are logged; ``frac_reward_zero_std`` is
+  appended once per call.
+- ``self.reward_funcs``, ``self.reward_func_names``, ``self.reward_weights``, ``self.num_generations``,
+  ``self.num_generations_eval``, ``self.scale_rewards``, ``self.multi_objective_aggregation``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+from torch import nn
+from transformers.utils import logging
+from trl import GRPOTrainer
+from trl.trainer.utils import get_callable_name, is_async_callable
+
+from .advantages import center_per_group, gdpo_advantages, gdpo_reward_terms, grpo_advantages
+from .config import GDPOConfig
+from .diagnostics import (
+    advantage_shares,
+    frac_groups_without_signal,
+    frac_zero_std_per_reward,
+    mean_distinct_per_group,
+)
+
+logger = logging.get_logger(__name__)
+
+
+class RewardFunctionError(RuntimeError):
+    """A reward function raised; the message names it and the original exception is chained."""
+
+
+def check_reward_output(output, num_completions: int, name: str) -> None:
+    """Fail early, naming the function, when a reward function's output is not one finite number (or None) each."""
+    if isinstance(output, (str, bytes)) or not hasattr(output, "__len__"):
+        raise ValueError(
+            f"Reward function '{name}' returned {type(output).__name__}; it must return a list with one float "
+            f"(or None) per completion ({num_completions} here)."
+        )
+    if len(output) != num_completions:
+        raise ValueError(
+            f"Reward function '{name}' returned {len(output)} values for {num_completions} completions; it must "
+            "return exactly one float (or None, meaning 'does not apply') per completion, in order."
+        )
+    for i, value in enumerate(output):
+        if value is None:
+            continue
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        if not isinstance(value, numbers.Real) or math.isinf(value):
+            raise ValueError(
+                f"Reward function '{name}' returned {value!r} for completion {i}; each value must be a finite "
+                "number, or None when the reward does not apply."
+            )
+
+
+class CheckedReward:
+    """Wraps a reward function so an exception or a malformed output names the function.
+
+    A class rather than a closure so it stays picklable, and with the wrapped function's ``__name__`` so TRL logs it
+    under the same metric name (``rewards/<name>/mean``).
+    """
+
+    def __init__(self, func):
+        self.func = func
+        self.__name__ = get_callable_name(func)
+
+    def _raise(self, error: Exception):
+        raise RewardFunctionError(
+            f"Reward function '{self.__name__}' raised {type(error).__name__}: {error}"
+        ) from error
+
+    def __call__(self, **kwargs):
+        try:
+            output = self.func(**kwargs)
+        except Exception as error:  # noqa: BLE001 - re-raised with the function's name
+            self._raise(error)
+        check_reward_output(output, len(kwargs["completions"]), self.__name__)
+        return output
+
+
+class CheckedAsyncReward(CheckedReward):
+    """``CheckedReward`` for ``async`` reward functions (TRL runs these concurrently)."""
+
+    async def __call__(self, **kwargs):
+        try:
+            output = await self.func(**kwargs)
+        except Exception as error:  # noqa: BLE001
+            self._raise(error)
+        check_reward_output(output, len(kwargs["completions"]), self.__name__)
+        return output
+
+
+def check_reward_funcs(reward_funcs):
+    """Wrap plain callables in ``CheckedReward``; leave reward models (``str`` ids, ``nn.Module``) to TRL."""
+    if reward_funcs is None:
+        return None
+    funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+    wrapped = []
+    for func in funcs:
+        if isinstance(func, (str, nn.Module, CheckedReward)):
+            wrapped.append(func)
+        elif callable(func):
+            wrapped.append(CheckedAsyncReward(func) if is_async_callable(func) else CheckedReward(func))
+        else:
+            raise TypeError(f"reward_funcs must be callables, model ids or models; got {type(func).__name__}.")
+    return wrapped
+
+
+class GDPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
+
+    - Two or more reward functions with ``multi_objective_aggregation="normalize_then_sum"`` (the default of
+      ``GDPOConfig``): ``gdpo_advantages``; equal to TRL's native GDPO.
+    - ``"sum_then_normalize"``, or a single reward function: ``grpo_advantages`` with ``scale_rewards``.
+    - Override ``compute_advantages`` to try another rule; what it returns is what trains.
+
+    Extra metrics, per reward function ``<name>``: ``rewards/<name>/frac_zero_std`` (fraction of groups where that
+    reward is constant) and ``rewards/<name>/advantage_share`` (its share of the advantage's absolute mass);
+    ``frac_reward_zero_std`` is recomputed per group (TRL's is 0 or 1 under GDPO); ``advantages/distinct_per_group``
+    and ``advantages/distinct_per_group_grpo`` count distinct advantage values per group under the rule in use and
+    under GRPO on the same rewards, to show advantage collapse as it happens.
+
+    See the module docstring for the TRL internals this class relies on.
+    """
+
+    def __init__(self, model, reward_funcs=None, args: GDPOConfig | None = None, **kwargs):
+        if args is None:
+            name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
+            args = GDPOConfig(f"{str(name).rstrip('/').split('/')[-1]}-GDPO")
+        if not isinstance(args, GDPOConfig):
+            raise TypeError(
+                f"GDPOTrainer needs a GDPOConfig, got {type(args).__name__}. GDPOConfig takes every GRPOConfig "
+                "field: build it with the same arguments."
+            )
+        super().__init__(model, reward_funcs=check_reward_funcs(reward_funcs), args=args, **kwargs)
+        self._gathered_rewards = None
+        if self.uses_gdpo:
+            logger.info("GDPO: %d rewards %s normalized per group.", len(self.reward_funcs), self.reward_func_names)
+        elif len(self.reward_funcs) == 1 and args.multi_objective_aggregation == "normalize_then_sum":
+            logger.warning(
+                "GDPOTrainer has a single reward function (%s): GDPO reduces to GRPO then, so advantages are GRPO's "
+                "with scale_rewards=%r, as in the paper's reference code.",
+                self.reward_func_names[0],
+                self.scale_rewards,
+            )
+
+    @property
+    def uses_gdpo(self) -> bool:
+        """Whether advantages are GDPO's (two or more rewards and ``normalize_then_sum``)."""
+        return self.multi_objective_aggregation == "normalize_then_sum" and len(self.reward_funcs) > 1
+
+    def compute_advantages(self, rewards: torch.Tensor, num_generations: int) -> torch.Tensor:
+        """Advantages ``[N_global]`` from the gathered reward matrix ``rewards`` ``[N_global, K]``.
+
+        The hook TRL lacks: override it in a subclass and the returned advantages are what trains (each process
+        keeps its own slice). Rows are grouped by prompt in runs of ``num_generations``; NaN means the reward
+        does not apply. ``self.reward_weights`` holds the weights (``[K]``).
+        """
+        if num_generations < 2:  # only in evaluation with num_generations_eval=1: no group, no advantage
+            return torch.zeros(rewards.shape[0], device=rewards.device)
+        weights = self.reward_weights.to(rewards.device)
+        if self.uses_gdpo:
+            return gdpo_advantages(rewards, weights, num_generations, batch_norm=self.args.gdpo_batch_norm)
+        return grpo_advantages(rewards, weights, num_generations, scale=self.scale_rewards)
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # Keep the gathered [N_global, K] matrix for compute_advantages (TRL only keeps it inside its long method).
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._gathered_rewards = rewards
+        return rewards
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        rewards, self._gathered_rewards = self._gathered_rewards, None
+        mode = "train" if self.model.training else "eval"
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+
+        advantages = self.compute_advantages(rewards, num_generations)
+        if advantages.shape != (rewards.shape[0],) or not torch.isfinite(advantages).all():
+            raise ValueError(
+                f"{type(self).__name__}.compute_advantages must return finite advantages of shape "
+                f"({rewards.shape[0]},), one per gathered completion; got shape {tuple(advantages.shape)}."
+            )
+        local = output["advantages"]
+        start = self.accelerator.process_index * len(inputs)
+        output["advantages"] = advantages[start : start + len(inputs)].to(device=local.device, dtype=local.dtype)
+        self._replace_logged_advantages(advantages)
+        self._log_reward_diagnostics(rewards, advantages, num_generations, mode)
+        return output
+
+    def _replace_logged_advantages(self, advantages: torch.Tensor) -> None:
+        """Make the completions table show the advantages that train, not the ones TRL computed."""
+        logged = self._logs["advantages"]
+        for _ in range(min(len(advantages), len(logged))):
+            logged.pop()
+        logged.extend(advantages.tolist())
+
+    def _log_reward_diagnostics(self, rewards, advantages, num_generations: int, mode: str) -> None:
+        if num_generations < 2:
+            return
+        metrics = self._metrics[mode]
+        weights = self.reward_weights.to(rewards.device)
+        if self.uses_gdpo:
+            terms = gdpo_reward_terms(rewards, num_generations)
+        else:
+            terms = center_per_group(rewards, num_generations)
+        shares = advantage_shares(terms, weights).tolist()
+        zero_std = frac_zero_std_per_reward(rewards, num_generations).tolist()
+        for name, share, frac in zip(self.reward_func_names, shares, zero_std, strict=True):
+            metrics[f"rewards/{name}/frac_zero_std"].append(frac)
+            metrics[f"rewards/{name}/advantage_share"].append(share)
+        # TRL appended its own value for this call; replace it with the per-group one.
+        metrics["frac_reward_zero_std"][-1] = frac_groups_without_signal(
+            rewards, weights, num_generations, gdpo=self.uses_gdpo
+        )
+        grpo = grpo_advantages(rewards, weights, num_generations, scale=self.scale_rewards)
+        metrics["advantages/distinct_per_group"].append(mean_distinct_per_group(advantages, num_generations))
+        metrics["advantages/distinct_per_group_grpo"].append(mean_distinct_per_group(grpo, num_generations))
