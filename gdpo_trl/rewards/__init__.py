@@ -1,0 +1,125 @@
+"""Registry of reward functions, looked up by short name or by dotted import path.
+
+Built-in names: ``"format"``, ``"correctness"`` and ``"integer"`` (see :mod:`gdpo_trl.rewards.gsm8k`). Other modules
+add theirs with :func:`register_reward`. Stdlib-only on purpose: importing this package must not need torch or trl.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections import Counter
+from collections.abc import Callable
+
+from gdpo_trl.rewards.gsm8k import correctness_reward, extract_answer, format_reward, integer_reward
+
+__all__ = [
+    "REWARD_FUNCS",
+    "correctness_reward",
+    "extract_answer",
+    "format_reward",
+    "get_reward_func",
+    "get_reward_funcs",
+    "integer_reward",
+    "register_reward",
+]
+
+REWARD_FUNCS: dict[str, Callable] = {}
+
+
+def register_reward(name: str, func: Callable) -> Callable:
+    """Add ``func`` to :data:`REWARD_FUNCS` under ``name`` and return it.
+
+    Raises:
+        ValueError: if ``name`` is already taken, or contains a dot (dotted names are read as import paths, so such
+            an entry could never be looked up).
+        TypeError: if ``func`` is not callable.
+    """
+    if "." in name:
+        raise ValueError(f"reward name {name!r} must not contain a dot: dotted names are treated as import paths")
+    if name in REWARD_FUNCS:
+        raise ValueError(f"reward name {name!r} is already registered (to {REWARD_FUNCS[name]!r})")
+    if not callable(func):
+        raise TypeError(f"reward {name!r} must be callable, got {type(func).__name__}")
+    REWARD_FUNCS[name] = func
+    return func
+
+
+register_reward("format", format_reward)
+register_reward("correctness", correctness_reward)
+register_reward("integer", integer_reward)
+
+
+def _import_path(path: str) -> Callable:
+    module_name, _, attr = path.rpartition(".")
+    # Empty segments (".fn", "pkg..fn", "pkg.") would reach importlib as relative or malformed names.
+    if not all(path.split(".")):
+        raise ValueError(f"reward path {path!r} is not a valid dotted path like 'my_pkg.rewards.my_fn'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"reward path {path!r}: cannot import module {module_name!r} ({exc})") from exc
+    try:
+        obj = getattr(module, attr)
+    except AttributeError as exc:
+        raise ValueError(f"reward path {path!r}: module {module_name!r} has no attribute {attr!r}") from exc
+    if not callable(obj):
+        # ValueError, not TypeError: callers handle every bad reward name or path through one exception type.
+        raise ValueError(f"reward path {path!r}: {attr!r} is a {type(obj).__name__}, which is not callable")
+    return obj
+
+
+def get_reward_func(name: str) -> Callable:
+    """Return the reward function for a registry ``name`` or a dotted import path such as ``my_pkg.rewards.my_fn``.
+
+    A name containing a dot is always treated as a path: the part before the last dot is imported as a module and
+    the last part is read from it.
+
+    Raises:
+        ValueError: for an unknown registry name, or a path whose module cannot be imported or whose attribute is
+            missing or not callable.
+    """
+    if "." in name:
+        return _import_path(name)
+    try:
+        return REWARD_FUNCS[name]
+    except KeyError:
+        known = ", ".join(sorted(REWARD_FUNCS))
+        raise ValueError(
+            f"unknown reward {name!r}; known rewards: {known}. "
+            "Custom reward functions can be given as a dotted import path, e.g. 'my_pkg.rewards.my_fn'."
+        ) from None
+
+
+def _metric_name(func: Callable) -> str:
+    # TRL names each reward's logged metrics after the callable (unwrapping functools.partial), so two different
+    # registry names can still clash if they resolve to functions with the same ``__name__``.
+    while isinstance(func, functools.partial):
+        func = func.func
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def get_reward_funcs(names: list[str]) -> list[Callable]:
+    """Resolve each of ``names`` with :func:`get_reward_func`, keeping order.
+
+    Raises:
+        TypeError: if ``names`` is a single string rather than a list of names.
+        ValueError: if a name is repeated, or two names resolve to callables TRL would log under the same metric
+            name; or if any name cannot be resolved.
+    """
+    if isinstance(names, str):
+        raise TypeError(f"expected a list of reward names, got the string {names!r}; wrap it in a list")
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated:
+        raise ValueError(f"duplicate reward names {repeated}: TRL would log them under the same metric name")
+    funcs = [get_reward_func(name) for name in names]
+    seen: dict[str, str] = {}
+    for name, func in zip(names, funcs, strict=True):
+        metric = _metric_name(func)
+        if metric in seen:
+            raise ValueError(
+                f"rewards {seen[metric]!r} and {name!r} are both named {metric!r}: TRL would log them under the same "
+                "metric name"
+            )
+        seen[metric] = name
+    return funcs
