@@ -1,0 +1,111 @@
+"""Load GSM8K (or a file shaped like it) into the conversational ``prompt``/``answer`` shape GDPO trains on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import datasets
+
+# Kept short on purpose: the tiny test model tokenizes it one character at a time.
+SYSTEM_PROMPT = (
+    "Reason step by step inside <think>...</think>, then give only the final integer "
+    "inside <answer>...</answer>. Example:\n<think>...</think>\n<answer>42</answer>"
+)
+
+SAMPLE_PATH = Path(__file__).parent / "gsm8k_sample.jsonl"
+
+REQUIRED_COLUMNS = ("question", "answer")
+
+# File suffix -> `datasets` builder that reads it.
+_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+
+# Suffixes that mark `source` as a local data file even when it does not exist, so a typo in a path gives
+# FileNotFoundError rather than a confusing Hub lookup. Hub ids never end in these.
+_FILE_LIKE_SUFFIXES = {*_BUILDERS, ".csv", ".tsv", ".txt", ".arrow", ".gz", ".zip"}
+
+
+def make_prompt(question: str) -> list[dict]:
+    """Return the conversational prompt (system prompt, then the question as the user turn)."""
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+
+
+def parse_gold_answer(solution: str, row: int | None = None) -> str:
+    """Return the gold answer of a GSM8K solution: the text after its last ``####``, stripped.
+
+    Raises ``ValueError`` (naming ``row`` when given) if there is no ``####`` or nothing follows it.
+    """
+    _, sep, tail = solution.rpartition("####")
+    gold = tail.strip()
+    if not sep or not gold:
+        where = f"row {row}" if row is not None else "solution"
+        problem = "has no '####' marker" if not sep else "has nothing after its last '####'"
+        raise ValueError(f"GSM8K {where} {problem}; solution starts with: {solution[:80]!r}")
+    return gold
+
+
+def to_gdpo_example(row: dict, index: int) -> dict:
+    """Map one raw GSM8K row (``question``, ``answer``) to ``{"prompt": [...], "answer": gold}``."""
+    return {"prompt": make_prompt(row["question"]), "answer": parse_gold_answer(row["answer"], index)}
+
+
+def _looks_local(source: str) -> bool:
+    path = Path(source).expanduser()
+    return path.exists() or path.suffix.lower() in _FILE_LIKE_SUFFIXES or source.startswith((".", "/", "~"))
+
+
+def _load_raw(source: str, split: str, config: str) -> datasets.Dataset:
+    import datasets
+
+    if source == "sample":
+        source = str(SAMPLE_PATH)
+    if not _looks_local(source) or Path(source).expanduser().is_dir():
+        # A Hub id, or a local dataset folder (e.g. a clone of the Hub repo), which load_dataset handles itself.
+        return datasets.load_dataset(source, config, split=split)
+
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(f"GSM8K data file not found: {path}")
+    builder = _BUILDERS.get(path.suffix.lower())
+    if builder is None:
+        supported = ", ".join(sorted(_BUILDERS))
+        raise ValueError(f"Unsupported GSM8K file type {path.suffix!r} for {path}; supported: {supported}")
+    # A single file has no splits: the builder puts all of it under "train".
+    return datasets.load_dataset(builder, data_files=str(path), split="train")
+
+
+def load_gsm8k(
+    source: str = "openai/gsm8k",
+    split: str = "train",
+    *,
+    config: str = "main",
+    limit: int | None = None,
+) -> datasets.Dataset:
+    """Load GSM8K-shaped data as a ``datasets.Dataset`` with ``prompt`` and ``answer`` columns.
+
+    Args:
+        source: a Hub dataset id (loaded with ``load_dataset(source, config, split=split)``), a local dataset
+            folder, a local ``.json``/``.jsonl``/``.parquet`` file, or ``"sample"`` for the small sample shipped
+            with this package (:data:`SAMPLE_PATH`).
+        split: split to load from a Hub dataset or folder. Ignored for a single local file, which is all loaded.
+        config: Hub dataset config (GSM8K has ``"main"`` and ``"socratic"``).
+        limit: keep only the first ``limit`` rows.
+
+    Every row must have a ``question`` and a GSM8K-style ``answer`` ending in ``#### N``; the gold answer becomes
+    the ``answer`` column. Raises ``ValueError`` for missing columns or a malformed row (naming its index),
+    ``FileNotFoundError`` for a local path that does not exist.
+    """
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+    raw = _load_raw(source, split, config)
+
+    missing = [col for col in REQUIRED_COLUMNS if col not in raw.column_names]
+    if missing:
+        raise ValueError(
+            f"GSM8K source {source!r} is missing required column(s) {missing}; found columns {raw.column_names}"
+        )
+    if limit is not None:
+        raw = raw.select(range(min(limit, len(raw))))
+    # Removing every original column drops extras; the new "answer" replaces the raw solution text.
+    return raw.map(to_gdpo_example, with_indices=True, remove_columns=raw.column_names, desc="GSM8K -> GDPO")
