@@ -53,9 +53,7 @@ def validate_rewards(
     if not rewards.is_floating_point():
         raise ValueError(f"rewards must be a floating-point tensor (NaN marks a missing reward), got {rewards.dtype}.")
     if num_generations < 2:
-        raise ValueError(
-            f"num_generations must be at least 2 to normalize within a group, got {num_generations}."
-        )
+        raise ValueError(f"num_generations must be at least 2 to normalize within a group, got {num_generations}.")
     n, k = rewards.shape
     if n % num_generations != 0:
         raise ValueError(

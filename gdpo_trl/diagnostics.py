@@ -27,7 +27,9 @@ def frac_zero_std_per_reward(rewards: torch.Tensor, num_generations: int) -> tor
     return (~group_has_spread(rewards, num_generations)).float().mean(dim=0)
 
 
-def frac_groups_without_signal(rewards: torch.Tensor, weights: torch.Tensor, num_generations: int, *, gdpo: bool) -> float:
+def frac_groups_without_signal(
+    rewards: torch.Tensor, weights: torch.Tensor, num_generations: int, *, gdpo: bool
+) -> float:
     """Fraction of groups whose advantage before batch scaling is zero for every completion.
 
     GDPO (``gdpo=True``): a group gives no signal when every reward with a non-zero weight is constant in it.

@@ -1,0 +1,101 @@
+"""Step time of GDPOTrainer vs stock GRPOTrainer with TRL's native GDPO (`normalize_then_sum`), side by side.
+
+Both train the same built-in model on the same prompts with the same rewards. Runs alternate (GRPO, GDPO, GRPO, ...)
+so machine noise hits both alike; each run's step times come from a callback, the first step of each run (warm-up)
+is dropped, and the ratio of medians is printed. Target: GDPOTrainer / GRPOTrainer <= 1.02.
+
+    python scripts/benchmark_trainer.py [--rounds 5] [--steps 6] [--model builtin:small]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from transformers import TrainerCallback  # noqa: E402
+from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+
+from gdpo_trl import GDPOConfig, GDPOTrainer  # noqa: E402
+from gdpo_trl.data import load_gsm8k  # noqa: E402
+from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward  # noqa: E402
+from gdpo_trl.tiny import resolve_model  # noqa: E402
+
+
+class StepTimer(TrainerCallback):
+    def __init__(self):
+        self.times, self._start = [], None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.times.append(time.perf_counter() - self._start)
+
+
+def run(trainer_cls, config_cls, model, dataset, steps, output_dir):
+    config = config_cls(
+        output_dir=output_dir,
+        multi_objective_aggregation="normalize_then_sum",
+        per_device_train_batch_size=16,
+        num_generations=8,
+        max_completion_length=48,
+        max_steps=steps,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        bf16=False,
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
+    timer = StepTimer()
+    trainer = trainer_cls(
+        model,
+        reward_funcs=[format_reward, correctness_reward, integer_reward],
+        args=config,
+        train_dataset=dataset,
+        callbacks=[timer],
+    )
+    trainer.train()
+    return timer.times[1:]  # the first step pays one-off warm-up costs
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--model", default="builtin:small")
+    args = parser.parse_args()
+
+    model = resolve_model(args.model)
+    dataset = load_gsm8k("sample")
+    times = {"GRPOTrainer": [], "GDPOTrainer": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for name, trainer_cls, config_cls in (
+                ("GRPOTrainer", GRPOTrainer, GRPOConfig),
+                ("GDPOTrainer", GDPOTrainer, GDPOConfig),
+            ):
+                times[name] += run(trainer_cls, config_cls, model, dataset, args.steps, tmp)
+            print(
+                f"round {r + 1}/{args.rounds}: "
+                + ", ".join(f"{k} {statistics.median(v) * 1e3:.1f} ms" for k, v in times.items()),
+                flush=True,
+            )
+
+    grpo, gdpo = statistics.median(times["GRPOTrainer"]), statistics.median(times["GDPOTrainer"])
+    print(
+        f"\nmodel {args.model}, 16 completions (8 per prompt) x 48 tokens, 3 rewards, {len(times['GDPOTrainer'])} steps each"
+    )
+    print(f"median step time  GRPOTrainer(normalize_then_sum) {grpo * 1e3:.1f} ms   GDPOTrainer {gdpo * 1e3:.1f} ms")
+    print(f"ratio GDPOTrainer / GRPOTrainer = {gdpo / grpo:.3f}  (target <= 1.02)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""Run by tests/test_trainer.py under torchrun with 2 CPU processes: trains 2 GDPO steps and dumps, per rank, the
+gathered rewards, TRL's native advantages and the advantages GDPOTrainer trained on."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pytest  # noqa: E402
+
+from gdpo_trl import GDPOTrainer  # noqa: E402
+from tests.test_trainer import Recorder  # noqa: E402
+from tests.toy import length_mod_reward, parity_reward, toy_config, toy_dataset  # noqa: E402
+
+monkeypatch = pytest.MonkeyPatch()
+recorder = Recorder(monkeypatch)
+out = Path(os.environ["GDPO_TEST_OUT"])
+trainer = GDPOTrainer(
+    os.environ["GDPO_TEST_MODEL"],
+    reward_funcs=[parity_reward, length_mod_reward],
+    args=toy_config(out / "run", use_cpu=True),
+    train_dataset=toy_dataset(32),
+)
+trainer.train()
+rank = trainer.accelerator.process_index
+dump = {key: [t.tolist() for t in getattr(recorder, key)] for key in ("rewards", "trl", "ours")}
+(out / f"rank{rank}.json").write_text(json.dumps(dump))
