@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 from trl import GRPOConfig
+
+from .rewards.conditioned import parse_condition
 
 AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize")
 SCALES = ("group", "batch", "none")
@@ -34,7 +37,22 @@ class GDPOConfig(GRPOConfig):
         gdpo_batch_norm (`bool`, *optional*, defaults to `True`):
             Normalize the weighted sum of per-reward advantages over the whole batch (GDPO's last step). `False`
             gives the paper's ablation "GDPO without batch normalization".
+
+    Parameters that shape rewards:
+
+        reward_conditions (`dict` or `str`, *optional*, defaults to `None`):
+            Conditioned rewards (the paper's Eq. 8): `{reward: condition}` pays `reward` only where the condition
+            reward is at least a threshold, else 0. A condition is a reward name (threshold 1.0) or
+            `{"on": name, "threshold": t}`. Names are registry names (`length`) or function names
+            (`length_reward`). Example: `{"length": "correctness"}`. A JSON string is accepted on the command line.
+        reward_weights_final (`list[float]`, *optional*, defaults to `None`):
+            A reward-weight schedule: the weights move linearly from `reward_weights` (all 1.0 if unset) at the
+            first step to these at the last, and are logged as `reward_weights/<name>`. Under GDPO only weights
+            change the balance between rewards: multiplying a reward's raw values by a constant changes nothing,
+            since group normalization cancels it. A weight may not change sign along the way.
     """
+
+    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["reward_conditions"]
 
     multi_objective_aggregation: str = field(
         default="normalize_then_sum",
@@ -51,6 +69,21 @@ class GDPOConfig(GRPOConfig):
         metadata={
             "help": "GDPO only: normalize the weighted sum of per-reward advantages over the whole batch. False is "
             "the paper's ablation without this step."
+        },
+    )
+
+    reward_conditions: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Conditioned rewards: {reward: condition} pays `reward` only where the condition reward is at "
+            "least 1.0 (or {'on': name, 'threshold': t}), else 0. Example: {\"length\": \"correctness\"}."
+        },
+    )
+    reward_weights_final: list[float] | None = field(
+        default=None,
+        metadata={
+            "help": "Reward-weight schedule: weights move linearly from reward_weights (all 1.0 if unset) to these "
+            "over training, logged as reward_weights/<name>. One per reward function; a weight may not change sign."
         },
     )
 
@@ -72,3 +105,28 @@ class GDPOConfig(GRPOConfig):
                 UserWarning,
                 stacklevel=3,
             )
+        for spec in (self.reward_conditions or {}).values():
+            parse_condition(spec)  # raises on a malformed condition, before any model is loaded
+        if self.reward_weights_final is not None:
+            check_weight_schedule(self.reward_weights, self.reward_weights_final)
+
+
+def check_weight_schedule(start: list[float] | None, final: list[float], num_rewards: int | None = None) -> None:
+    """Raise ``ValueError`` for a schedule whose lengths differ, that flips a weight's sign or ends all zero."""
+    if num_rewards is not None and len(final) != num_rewards:
+        raise ValueError(
+            f"reward_weights_final has {len(final)} weights for {num_rewards} reward functions: give one per reward."
+        )
+    if start is not None and len(start) != len(final):
+        raise ValueError(
+            f"reward_weights has {len(start)} weights but reward_weights_final has {len(final)}: they must match."
+        )
+    start = start if start is not None else [1.0] * len(final)
+    for i, (a, b) in enumerate(zip(start, final, strict=True)):
+        if a * b < 0:
+            raise ValueError(
+                f"Reward weight {i} would change sign from {a} to {b}: a schedule may scale a reward, not turn a "
+                "reward into a penalty. Use 0 to switch it off."
+            )
+    if not any(final):
+        raise ValueError("reward_weights_final are all zero: no reward would be left to learn from at the end.")

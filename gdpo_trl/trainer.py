@@ -32,13 +32,14 @@ from trl import GRPOTrainer
 from trl.trainer.utils import get_callable_name, is_async_callable
 
 from .advantages import center_per_group, gdpo_advantages, gdpo_reward_terms, grpo_advantages
-from .config import GDPOConfig
+from .config import GDPOConfig, check_weight_schedule
 from .diagnostics import (
     advantage_shares,
     frac_groups_without_signal,
     frac_zero_std_per_reward,
     mean_distinct_per_group,
 )
+from .rewards.conditioned import apply_reward_conditions
 
 logger = logging.get_logger(__name__)
 
@@ -124,6 +125,12 @@ def check_reward_funcs(reward_funcs):
     return wrapped
 
 
+def scheduled_weights(start: torch.Tensor, final: torch.Tensor, step: int, max_steps: int) -> torch.Tensor:
+    """Weights at optimizer step ``step`` (0-based) of ``max_steps``: ``start`` at the first, ``final`` at the last."""
+    progress = min(max(step / max(max_steps - 1, 1), 0.0), 1.0)
+    return start + (final - start) * progress
+
+
 class GDPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
 
@@ -150,8 +157,16 @@ class GDPOTrainer(GRPOTrainer):
                 f"GDPOTrainer needs a GDPOConfig, got {type(args).__name__}. GDPOConfig takes every GRPOConfig "
                 "field: build it with the same arguments."
             )
+        if args.reward_conditions:
+            funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+            reward_funcs = apply_reward_conditions(funcs, args.reward_conditions)
         super().__init__(model, reward_funcs=check_reward_funcs(reward_funcs), args=args, **kwargs)
         self._gathered_rewards = None
+        self._weight_schedule = None
+        if args.reward_weights_final is not None:
+            check_weight_schedule(args.reward_weights, args.reward_weights_final, len(self.reward_funcs))
+            final = torch.tensor(args.reward_weights_final, dtype=torch.float32)
+            self._weight_schedule = (self.reward_weights.clone(), final)
         if self.uses_gdpo:
             logger.info("GDPO: %d rewards %s normalized per group.", len(self.reward_funcs), self.reward_func_names)
         elif len(self.reward_funcs) == 1 and args.multi_objective_aggregation == "normalize_then_sum":
@@ -188,9 +203,11 @@ class GDPOTrainer(GRPOTrainer):
         return rewards
 
     def _generate_and_score_completions(self, inputs):
+        mode = "train" if self.model.training else "eval"
+        if self._weight_schedule is not None and mode == "train":
+            self._step_reward_weights()
         output = super()._generate_and_score_completions(inputs)
         rewards, self._gathered_rewards = self._gathered_rewards, None
-        mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
 
         advantages = self.compute_advantages(rewards, num_generations)
@@ -205,6 +222,13 @@ class GDPOTrainer(GRPOTrainer):
         self._replace_logged_advantages(advantages)
         self._log_reward_diagnostics(rewards, advantages, num_generations, mode)
         return output
+
+    def _step_reward_weights(self) -> None:
+        """Move ``self.reward_weights`` along the schedule (TRL reads them for its logged ``reward`` too)."""
+        start, final = self._weight_schedule
+        self.reward_weights = scheduled_weights(start, final, self.state.global_step, self.state.max_steps)
+        for name, weight in zip(self.reward_func_names, self.reward_weights.tolist(), strict=True):
+            self._metrics["train"][f"reward_weights/{name}"].append(weight)
 
     def _replace_logged_advantages(self, advantages: torch.Tensor) -> None:
         """Make the completions table show the advantages that train, not the ones TRL computed."""

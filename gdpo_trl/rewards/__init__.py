@@ -1,6 +1,7 @@
 """Registry of reward functions, looked up by short name or by dotted import path.
 
-Built-in names: ``"format"``, ``"correctness"`` and ``"integer"`` (see :mod:`gdpo_trl.rewards.gsm8k`). Other modules
+Built-in names: ``"format"``, ``"correctness"`` and ``"integer"`` (see :mod:`gdpo_trl.rewards.gsm8k`) and ``"length"``
+(see :mod:`gdpo_trl.rewards.length`). Other modules
 add theirs with :func:`register_reward`. Stdlib-only on purpose: importing this package must not need torch or trl.
 """
 
@@ -12,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from gdpo_trl.rewards.gsm8k import correctness_reward, extract_answer, format_reward, integer_reward
+from gdpo_trl.rewards.length import length_reward
 
 __all__ = [
     "REWARD_FUNCS",
@@ -21,6 +23,7 @@ __all__ = [
     "get_reward_func",
     "get_reward_funcs",
     "integer_reward",
+    "length_reward",
     "register_reward",
 ]
 
@@ -48,6 +51,7 @@ def register_reward(name: str, func: Callable) -> Callable:
 register_reward("format", format_reward)
 register_reward("correctness", correctness_reward)
 register_reward("integer", integer_reward)
+register_reward("length", length_reward)
 
 
 def _import_path(path: str) -> Callable:
@@ -99,8 +103,11 @@ def _metric_name(func: Callable) -> str:
     return getattr(func, "__name__", type(func).__name__)
 
 
-def get_reward_funcs(names: list[str]) -> list[Callable]:
+def get_reward_funcs(names: list[str], kwargs: dict[str, dict] | None = None) -> list[Callable]:
     """Resolve each of ``names`` with :func:`get_reward_func`, keeping order.
+
+    ``kwargs`` maps a name to keyword arguments bound with ``functools.partial`` (a recipe's
+    ``reward_kwargs: {length: {max_tokens: 256}}``); TRL still logs the reward under the function's own name.
 
     Raises:
         TypeError: if ``names`` is a single string rather than a list of names.
@@ -112,7 +119,12 @@ def get_reward_funcs(names: list[str]) -> list[Callable]:
     repeated = sorted(name for name, count in Counter(names).items() if count > 1)
     if repeated:
         raise ValueError(f"duplicate reward names {repeated}: TRL would log them under the same metric name")
+    kwargs = dict(kwargs or {})
+    unknown = sorted(set(kwargs) - set(names))
+    if unknown:
+        raise ValueError(f"reward_kwargs names {unknown}, which are not among the reward functions {list(names)}")
     funcs = [get_reward_func(name) for name in names]
+    funcs = [functools.partial(f, **kwargs[n]) if kwargs.get(n) else f for n, f in zip(names, funcs, strict=True)]
     seen: dict[str, str] = {}
     for name, func in zip(names, funcs, strict=True):
         metric = _metric_name(func)

@@ -1,0 +1,108 @@
+"""Conditioned rewards (the GDPO paper's Eq. 8): an easy reward only counts once a hard one is met.
+
+    length_if_correct = conditioned(length_reward, on=correctness_reward, threshold=1.0)
+
+pays ``length_reward``'s value where ``correctness_reward >= 1.0`` and 0.0 elsewhere. Without the condition a policy
+collects the easy reward first (short answers) and neglects the hard one. The same wrapper serves Python users and
+the ``reward_conditions`` field of ``GDPOConfig`` (``GDPOTrainer`` applies it when it is built).
+
+Both functions are called on the whole batch, so the condition's reward is computed once more than when it is also
+a reward of its own; GSM8K's rewards cost microseconds per completion, so this is simpler than sharing the result.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+
+from gdpo_trl.rewards import REWARD_FUNCS, get_reward_func
+
+
+def _unwrap(func):
+    while isinstance(func, functools.partial):
+        func = func.func
+    return func
+
+
+def _name(func) -> str:
+    func = _unwrap(func)
+    return getattr(func, "__name__", type(func).__name__)
+
+
+class ConditionedReward:
+    """``reward`` where ``on`` scores at least ``threshold``, else 0.0. Picklable; named ``<reward>_if_<on>``.
+
+    ``None`` from ``reward`` stays ``None`` (does not apply). ``None`` from ``on`` counts as the condition not met.
+    """
+
+    def __init__(self, reward: Callable, on: Callable, threshold: float = 1.0):
+        if not callable(reward) or not callable(on):
+            raise TypeError("conditioned() needs two callables: the reward and the reward it is conditioned on.")
+        self.reward, self.on, self.threshold = reward, on, float(threshold)
+        self.__name__ = f"{_name(reward)}_if_{_name(on)}"
+
+    def __call__(self, completions, **kwargs) -> list[float | None]:
+        values = self.reward(completions=completions, **kwargs)
+        gates = self.on(completions=completions, **kwargs)
+        if len(gates) != len(values):
+            raise ValueError(
+                f"{self.__name__}: the condition {_name(self.on)} returned {len(gates)} values for {len(values)}."
+            )
+        return [
+            None if value is None else (value if gate is not None and gate >= self.threshold else 0.0)
+            for value, gate in zip(values, gates, strict=True)
+        ]
+
+    def __repr__(self) -> str:
+        return f"conditioned({_name(self.reward)}, on={_name(self.on)}, threshold={self.threshold})"
+
+
+def conditioned(reward: Callable, on: Callable, threshold: float = 1.0) -> ConditionedReward:
+    """``reward`` counted only where ``on`` is at least ``threshold`` (default 1.0), else 0.0."""
+    return ConditionedReward(reward, on, threshold)
+
+
+def parse_condition(spec) -> tuple[str, float]:
+    """A ``reward_conditions`` value -> ``(condition name, threshold)``.
+
+    Accepted forms: ``"correctness"`` (threshold 1.0) or ``{"on": "correctness", "threshold": 0.5}``.
+    """
+    if isinstance(spec, str):
+        return spec, 1.0
+    if isinstance(spec, Mapping) and "on" in spec and set(spec) <= {"on", "threshold"}:
+        return str(spec["on"]), float(spec.get("threshold", 1.0))
+    raise ValueError(
+        f"Bad reward condition {spec!r}: use a reward name ('correctness') or "
+        "{'on': 'correctness', 'threshold': 1.0}."
+    )
+
+
+def apply_reward_conditions(reward_funcs: list, conditions: Mapping | None) -> list:
+    """Wrap the rewards named in ``conditions`` (``{reward: condition}``) with :func:`conditioned`.
+
+    A name matches a reward function's ``__name__`` (``length_reward``) or its registry name (``length``). The
+    condition is looked up the same way among ``reward_funcs`` first, then in the registry or as a dotted path, so it
+    need not be a reward of its own. Unknown names are errors that list the reward functions present.
+    """
+    if not conditions:
+        return reward_funcs
+
+    def index_of(name):
+        for i, func in enumerate(reward_funcs):
+            if callable(func) and (_name(func) == name or REWARD_FUNCS.get(name) is _unwrap(func)):
+                return i
+        return None
+
+    present = [_name(f) for f in reward_funcs if callable(f)]
+    funcs = list(reward_funcs)
+    for target, spec in conditions.items():
+        on_name, threshold = parse_condition(spec)
+        i = index_of(target)
+        if i is None:
+            raise ValueError(
+                f"reward_conditions names {target!r}, which is not one of the reward functions {present}."
+            )
+        j = index_of(on_name)
+        on = reward_funcs[j] if j is not None else get_reward_func(on_name)
+        funcs[i] = conditioned(funcs[i], on=on, threshold=threshold)
+    return funcs
