@@ -330,12 +330,12 @@ def registry(monkeypatch):
 
 
 def test_register_reward(registry):
-    def length_reward(completions, **kwargs):
+    def char_count_reward(completions, **kwargs):
         return [float(len(c)) for c in completions]
 
-    assert register_reward("length", length_reward) is length_reward
-    assert get_reward_func("length") is length_reward
-    assert "length" in registry
+    assert register_reward("char_count", char_count_reward) is char_count_reward
+    assert get_reward_func("char_count") is char_count_reward
+    assert "char_count" in registry
     with pytest.raises(ValueError) as info:
         get_reward_func("missing")
     assert f"known rewards: {', '.join(sorted(registry))}." in str(info.value)
