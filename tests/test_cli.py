@@ -1,0 +1,192 @@
+"""``gdpo-train`` end to end on the CPU recipe: in-process runs (fast), one two-process ``accelerate launch``, flag
+overrides, unknown keys, resuming and early errors."""
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gdpo_trl.cli.train import find_resume_checkpoint, format_summary, main, parse_args, reward_summary
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_RECIPE = str(ROOT / "recipes" / "cpu" / "gdpo" / "config.yaml")
+REWARD_NAMES = ("format_reward", "correctness_reward", "integer_reward")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _restore_threads():
+    """The CPU recipe's `cpu_threads: 1` applies to the whole pytest process: restore torch's setting afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def _train(output_dir, *flags):
+    """Run the CPU recipe in-process for 2 steps (unless flags say otherwise) and return its trainer_state.json."""
+    main(["--config", CPU_RECIPE, "--max_steps", "2", "--output_dir", str(output_dir), *flags])
+    return json.loads((Path(output_dir) / "trainer_state.json").read_text())
+
+
+def _steps(state):
+    return [entry["step"] for entry in state["log_history"] if "loss" in entry]
+
+
+def test_cpu_recipe_trains_and_saves(tiny_model_path, tmp_path, capsys):
+    state = _train(tmp_path / "run")
+
+    # --max_steps 2 overrides the recipe's 8.
+    assert state["global_step"] == 2 and state["max_steps"] == 2
+    assert _steps(state) == [1, 2]
+    logged = state["log_history"][0]
+    for name in REWARD_NAMES:
+        assert f"rewards/{name}/mean" in logged
+        assert f"rewards/{name}/frac_zero_std" in logged
+    for saved in ("config.json", "model.safetensors", "tokenizer.json"):
+        assert (tmp_path / "run" / saved).is_file()
+
+    out = capsys.readouterr().out
+    assert "Training finished after 2 steps on 1 process." in out
+    assert "rewards/format_reward/mean" in out and "\nreward " in out
+    assert f"Model saved to {tmp_path / 'run'}" in out
+
+
+def test_accelerate_launch_two_processes(tiny_model_path, tmp_path):
+    """Two CPU processes through `accelerate launch` (torchrun underneath, gloo backend).
+
+    `--multi_gpu` is what selects the multi-process launcher: `--cpu --num_processes 2` starts a single process.
+    """
+    with socket.socket() as sock:  # a free port, so this test can run next to other distributed tests
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    accelerate = Path(sys.executable).with_name("accelerate")
+    command = [
+        str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port),
+        "-m", "gdpo_trl.cli.train", "--config", CPU_RECIPE, "--max_steps", "2", "--output_dir", str(tmp_path / "run"),
+    ]  # fmt: skip
+    # GDPO_TRL_CACHE (set by conftest) is inherited, so the ranks reuse the tiny model built for this session.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+
+    assert result.stdout.count("Training finished after 2 steps on 2 processes.") == 1  # printed by rank 0 only
+    state = json.loads((tmp_path / "run" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
+    assert (tmp_path / "run" / "model.safetensors").is_file()
+
+
+def test_flags_override_yaml():
+    script_args, training_args, _ = parse_args(
+        ["--config", CPU_RECIPE, "--learning_rate", "0.25", "--reward_funcs", "format", "integer", "--max_steps", "1"]
+    )
+    assert training_args.learning_rate == 0.25  # the recipe says 1e-3
+    assert training_args.max_steps == 1
+    assert script_args.reward_funcs == ["format", "integer"]
+
+
+def test_unknown_yaml_key_is_named(tmp_path):
+    recipe = tmp_path / "bad.yaml"
+    recipe.write_text(Path(CPU_RECIPE).read_text() + "max_prompt_length: 256\nnot_a_field: 1\n")
+    with pytest.raises(ValueError, match="max_prompt_length") as error:
+        parse_args(["--config", str(recipe)])
+    assert "not_a_field" in str(error.value)
+    assert "max_completion_length" in str(error.value)  # the nearest field is suggested
+
+    # Reported before the dataclasses are built: here GRPOConfig's default bf16=True would fail first on a CPU.
+    recipe.write_text("model_name_or_path: builtin:tiny\nuse_vlm: true\n")
+    with pytest.raises(ValueError, match="'use_vlm' \\(did you mean use_vllm"):
+        parse_args(["--config", str(recipe)])
+
+
+def test_unknown_flag_is_named():
+    with pytest.raises(ValueError, match="--not_a_flag"):
+        parse_args(["--config", CPU_RECIPE, "--not_a_flag", "1"])
+    # No prefix matching: a truncated flag is an error, not silently another field.
+    with pytest.raises(ValueError, match="--max_step"):
+        parse_args(["--config", CPU_RECIPE, "--max_step", "1"])
+
+
+def test_resume_continues_from_the_last_checkpoint(tiny_model_path, tmp_path):
+    """A run interrupted after checkpoint-1 resumes there and ends as an uninterrupted run would."""
+    run = tmp_path / "run"
+    flags = ("--save_strategy", "steps", "--save_steps", "1")
+    full = _train(run, *flags)
+    assert (run / "checkpoint-1").is_dir() and (run / "checkpoint-2").is_dir()
+
+    # Simulate a crash during step 2: only checkpoint-1 survives.
+    shutil.rmtree(run / "checkpoint-2")
+    (run / "trainer_state.json").unlink()
+
+    resumed = _train(run, *flags, "--resume_from_checkpoint", "true")
+    assert resumed["global_step"] == 2 and resumed["max_steps"] == 2
+    assert _steps(resumed) == [1, 2]  # step 1 from the checkpoint, step 2 trained again: no gap, no duplicate
+    # Same schedule as the uninterrupted run: resuming kept max_steps, so step 2's learning rate is the same.
+    assert [entry["learning_rate"] for entry in resumed["log_history"] if "loss" in entry] == [
+        entry["learning_rate"] for entry in full["log_history"] if "loss" in entry
+    ]
+
+
+def test_find_resume_checkpoint(tmp_path):
+    def args(value):
+        return SimpleNamespace(resume_from_checkpoint=value, output_dir=str(tmp_path))
+
+    assert find_resume_checkpoint(args(None)) is None
+    assert find_resume_checkpoint(args("false")) is None
+    assert find_resume_checkpoint(args("true")) is None  # nothing to resume: start fresh
+    (tmp_path / "checkpoint-2").mkdir()
+    (tmp_path / "checkpoint-10").mkdir()
+    assert find_resume_checkpoint(args("true")) == str(tmp_path / "checkpoint-10")  # by number, not text
+    assert find_resume_checkpoint(args(True)) == str(tmp_path / "checkpoint-10")  # `resume_from_checkpoint: true`
+    assert find_resume_checkpoint(args(str(tmp_path / "checkpoint-2"))) == str(tmp_path / "checkpoint-2")
+    with pytest.raises(FileNotFoundError, match="checkpoint-3"):
+        find_resume_checkpoint(args(str(tmp_path / "checkpoint-3")))
+
+
+def test_dataset_without_answer_column_fails_early(tiny_model_path, tmp_path):
+    data = tmp_path / "questions.jsonl"
+    data.write_text(json.dumps({"question": "What is 2 + 2?"}) + "\n")
+    with pytest.raises(ValueError, match="answer"):
+        main(["--config", CPU_RECIPE, "--dataset_name", str(data), "--output_dir", str(tmp_path / "run")])
+    assert not (tmp_path / "run").exists()  # failed before the trainer was built
+
+
+def test_unknown_reward_fails_early(tmp_path):
+    with pytest.raises(ValueError, match="unknown reward 'no_such_reward'"):
+        main(["--config", CPU_RECIPE, "--reward_funcs", "format", "no_such_reward", "--output_dir", str(tmp_path)])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed")
+def test_use_vllm_without_vllm_says_how_to_fix(tmp_path):
+    with pytest.raises(ImportError, match=r"gdpo-trl\[vllm\].*use_vllm: false"):
+        main(["--config", CPU_RECIPE, "--use_vllm", "true", "--output_dir", str(tmp_path)])
+
+
+def test_summary_table():
+    log_history = [
+        {"rewards/format_reward/mean": 0.0, "reward": 0.5, "step": 1},
+        {"rewards/format_reward/mean": 0.25, "reward": 1.0, "step": 2},
+        {"train_runtime": 1.0, "step": 2},
+    ]
+    rows = reward_summary(log_history, ["format_reward", "integer_reward"])
+    assert rows == [("rewards/format_reward/mean", 0.0, 0.25), ("reward", 0.5, 1.0)]  # integer_reward never logged
+    text = format_summary(rows, 2, 1, "outputs/x")
+    assert "rewards/format_reward/mean     0.000     0.250" in text
+    assert text.endswith("Model saved to outputs/x")
+
+
+def test_dataset_sources():
+    from gdpo_trl.cli.train import GDPOScriptArguments, load_dataset_for
+
+    synthetic = load_dataset_for(GDPOScriptArguments(dataset_name="synthetic", synthetic_size=20, max_train_samples=5))
+    assert len(synthetic) == 5 and {"prompt", "answer"} <= set(synthetic.column_names)
+    sample = load_dataset_for(GDPOScriptArguments(dataset_name="sample", max_train_samples=3))
+    assert len(sample) == 3 and sample[0]["prompt"][-1]["role"] == "user"
