@@ -44,8 +44,8 @@ def test_recipe_parses(recipe):
        aggregation names, ...). Without that flag, `bf16: true` is refused here for want of a GPU. `use_vllm: true`
        only needs vLLM once the trainer starts, so parsing works without it.
     """
-    from gdpo_trl.cli.train import DATACLASSES, parse_args
-    from gdpo_trl.rewards import get_reward_funcs
+    from gdpo_trl.cli.train import DATACLASSES, build_reward_funcs, parse_args
+    from gdpo_trl.rewards.conditioned import apply_reward_conditions
 
     config = _load(recipe)
     known = {f.name for dataclass_type in DATACLASSES for f in fields(dataclass_type)}
@@ -56,7 +56,8 @@ def test_recipe_parses(recipe):
     assert model_args.model_name_or_path
     # outputs/ is git-ignored: a run never writes into the source tree.
     assert training_args.output_dir.startswith("outputs/"), training_args.output_dir
-    get_reward_funcs(script_args.reward_funcs)  # every name resolves
+    # Every reward name, reward keyword argument and reward condition resolves.
+    apply_reward_conditions(build_reward_funcs(script_args), training_args.reward_conditions)
     # A YAML float like `1e-3` (no dot) is a string to YAML; argparse converts it, but check it ended up a number.
     assert isinstance(training_args.learning_rate, float)
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 import difflib
 import logging
 import sys
+import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser
 
@@ -47,6 +49,14 @@ class GDPOScriptArguments(ScriptArguments):
         metadata={
             "help": "Reward functions, in order (their weights follow the same order in `reward_weights`): registry "
             "names ('format', 'correctness', 'integer') or dotted import paths such as 'my_pkg.rewards.my_fn'."
+        },
+    )
+    reward_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Keyword arguments per reward function, bound when it is built: "
+            "{reward name: {argument: value}}, e.g. {\"length\": {\"max_tokens\": 256}}. A JSON string on the "
+            "command line."
         },
     )
     dataset_name: str = field(
@@ -229,7 +239,10 @@ def build_reward_funcs(script_args: GDPOScriptArguments) -> list:
     """Resolve registry names and dotted paths; unknown names raise a ``ValueError`` listing the known ones."""
     from gdpo_trl.rewards import get_reward_funcs
 
-    return get_reward_funcs(script_args.reward_funcs)
+    kwargs = script_args.reward_kwargs
+    if isinstance(kwargs, str):
+        kwargs = json.loads(kwargs)
+    return get_reward_funcs(script_args.reward_funcs, kwargs)
 
 
 def load_dataset_for(script_args: GDPOScriptArguments):
