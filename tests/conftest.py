@@ -20,3 +20,15 @@ def tiny_model_path(_model_cache):
     from gdpo_trl.tiny import resolve_model
 
     return resolve_model("builtin:tiny")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """Tiny models gain nothing from intra-op threads, and on a busy 2-core machine threads waiting for each other
+    made training steps many times slower (see the CPU recipe's `cpu_threads`)."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
