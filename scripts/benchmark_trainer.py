@@ -1,7 +1,7 @@
 """Step time of GDPOTrainer vs stock GRPOTrainer with TRL's native GDPO (`normalize_then_sum`), side by side.
 
-Both train the same built-in model on the same prompts with the same rewards. Runs alternate (GRPO, GDPO, GRPO, ...)
-so machine noise hits both alike; each run's step times come from a callback, the first step of each run (warm-up)
+Both train the same built-in model on the same prompts with the same rewards. Runs alternate (GRPO then GDPO, then
+GDPO then GRPO, ...) so machine noise hits both alike; each run's step times come from a callback, the first step of each run (warm-up)
 is dropped, and the ratio of medians is printed. Target: GDPOTrainer / GRPOTrainer <= 1.02.
 
     python scripts/benchmark_trainer.py [--rounds 5] [--steps 6] [--model builtin:small]
@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import torch  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
@@ -71,17 +72,18 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--model", default="builtin:small")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: steadier on shared cores)")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
 
     model = resolve_model(args.model)
     dataset = load_gsm8k("sample")
     times = {"GRPOTrainer": [], "GDPOTrainer": []}
     with tempfile.TemporaryDirectory() as tmp:
+        contenders = [("GRPOTrainer", GRPOTrainer, GRPOConfig), ("GDPOTrainer", GDPOTrainer, GDPOConfig)]
         for r in range(args.rounds):
-            for name, trainer_cls, config_cls in (
-                ("GRPOTrainer", GRPOTrainer, GRPOConfig),
-                ("GDPOTrainer", GDPOTrainer, GDPOConfig),
-            ):
+            # Swap the order every round, so "runs second" (warmer caches, or a busier machine) favours neither.
+            for name, trainer_cls, config_cls in contenders if r % 2 == 0 else contenders[::-1]:
                 times[name] += run(trainer_cls, config_cls, model, dataset, args.steps, tmp)
             print(
                 f"round {r + 1}/{args.rounds}: "
