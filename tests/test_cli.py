@@ -190,3 +190,35 @@ def test_dataset_sources():
     assert len(synthetic) == 5 and {"prompt", "answer"} <= set(synthetic.column_names)
     sample = load_dataset_for(GDPOScriptArguments(dataset_name="sample", max_train_samples=3))
     assert len(sample) == 3 and sample[0]["prompt"][-1]["role"] == "user"
+
+
+CPU_RECIPES = sorted((ROOT / "recipes" / "cpu").glob("*/config.yaml"))
+
+
+@pytest.mark.parametrize("recipe", CPU_RECIPES, ids=[p.parent.name for p in CPU_RECIPES])
+def test_every_cpu_recipe_trains_two_steps(recipe, tmp_path):
+    """Each ablation and feature recipe (GRPO, GRPO w/o std, GDPO w/o batch norm, conditioned length, ...) runs."""
+    main(["--config", str(recipe), "--max_steps", "2", "--output_dir", str(tmp_path)])
+    state = json.loads((tmp_path / "trainer_state.json").read_text())
+    assert _steps(state) == [1, 2]
+    assert all("advantages/distinct_per_group" in e for e in state["log_history"] if "loss" in e)
+
+
+def test_plot_runs_on_two_real_runs_matches_their_logs(tmp_path):
+    """Two short CPU runs (GDPO and GRPO) through plot_runs: a PNG, and a table whose numbers are the logged ones."""
+    from gdpo_trl.runs import curve_stats, load_runs, plot_runs, summary_table
+
+    for name, aggregation in (("gdpo", "normalize_then_sum"), ("grpo", "sum_then_normalize")):
+        main(["--config", CPU_RECIPE, "--max_steps", "3", "--output_dir", str(tmp_path / name),
+              "--multi_objective_aggregation", aggregation])  # fmt: skip
+    runs = load_runs([tmp_path / "gdpo", tmp_path / "grpo"])
+    table = summary_table(runs)
+    for run in runs:
+        log = json.loads((tmp_path / run.name / "trainer_state.json").read_text())["log_history"]
+        series = [(e["step"], e["rewards/format_reward/mean"]) for e in log if "rewards/format_reward/mean" in e]
+        assert run.history["rewards/format_reward/mean"] == series
+        stats = curve_stats(series)
+        row = f"| {run.name} | format_reward | 1-3 | {stats.first:.3f} | {stats.last:.3f} | {stats.auc:.3f} |"
+        assert row in table
+    png = plot_runs(runs, tmp_path / "runs.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
