@@ -15,9 +15,9 @@ Run ``gdpo-train --help`` for every field.
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import sys
-import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
