@@ -176,11 +176,19 @@ def test_summary_table():
         {"rewards/format_reward/mean": 0.25, "reward": 1.0, "step": 2},
         {"train_runtime": 1.0, "step": 2},
     ]
-    rows = reward_summary(log_history, ["format_reward", "integer_reward"])
+    rows, window = reward_summary(log_history, ["format_reward", "integer_reward"])
+    assert window == 1
     assert rows == [("rewards/format_reward/mean", 0.0, 0.25), ("reward", 0.5, 1.0)]  # integer_reward never logged
-    text = format_summary(rows, 2, 1, "outputs/x")
+    text = format_summary(rows, window, 2, 1, "outputs/x")
     assert "rewards/format_reward/mean     0.000     0.250" in text
     assert text.endswith("Model saved to outputs/x")
+
+
+def test_summary_averages_the_ends_of_a_longer_run():
+    log_history = [{"reward": float(step), "step": step} for step in range(1, 41)]
+    rows, window = reward_summary(log_history, [])
+    assert window == 5 and rows == [("reward", 3.0, 38.0)]  # mean of 1..5 and of 36..40
+    assert "first 5    last 5" in format_summary(rows, window, 40, 1, "x")
 
 
 def test_dataset_sources():

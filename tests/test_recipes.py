@@ -67,8 +67,8 @@ def test_cpu_recipe_builds_as_is():
     from gdpo_trl.cli.train import parse_args
 
     script_args, training_args, model_args = parse_args(["--config", str(ROOT / "recipes/cpu/gdpo/config.yaml")])
-    assert model_args.model_name_or_path == "builtin:tiny"
-    assert script_args.dataset_name == "sample"
+    assert model_args.model_name_or_path == "builtin:warmstart"
+    assert script_args.dataset_name == "warmstart"
     assert training_args.use_cpu and not training_args.bf16 and not training_args.use_vllm
     assert training_args.multi_objective_aggregation == "normalize_then_sum"
     assert training_args.beta == 0.0

@@ -64,8 +64,9 @@ class GDPOScriptArguments(ScriptArguments):
         metadata={
             "help": "GSM8K-shaped training data: a Hub dataset id (with `dataset_config` and `dataset_train_split`), "
             "a local dataset folder, a local .json/.jsonl/.parquet file with `question` and `answer` columns, "
-            "'sample' (the small GSM8K-style sample shipped with gdpo-trl) or 'synthetic' (generated offline, see "
-            "`synthetic_size`)."
+            "'sample' (the small GSM8K-style sample shipped with gdpo-trl), 'synthetic' (generated offline, see "
+            "`synthetic_size`) or 'warmstart' (generated problems of the kind builtin:warmstart was trained on, none "
+            "of them seen in its SFT)."
         },
     )
     dataset_config: str | None = field(
@@ -250,9 +251,14 @@ def load_dataset_for(script_args: GDPOScriptArguments):
     from gdpo_trl.data import load_gsm8k, load_synthetic
 
     limit = script_args.max_train_samples
+    size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
     if script_args.dataset_name == "synthetic":
-        size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
         return load_synthetic(size, seed=script_args.synthetic_seed)
+    if script_args.dataset_name == "warmstart":
+        from gdpo_trl.warmstart import load_warmstart_dataset
+
+        # Problems from the warm start's distribution that its SFT never saw (its held-out split).
+        return load_warmstart_dataset(size, seed=script_args.synthetic_seed, split="eval")
     return load_gsm8k(
         script_args.dataset_name,
         split=script_args.dataset_train_split,
@@ -367,25 +373,37 @@ def save(trainer, output_dir: str) -> None:
     trainer.save_state()
 
 
-def reward_summary(log_history: list[dict], reward_names: list[str]) -> list[tuple[str, float, float]]:
-    """``(metric, first logged value, last logged value)`` for each reward's mean, then the total ``reward``."""
-    rows = []
+def summary_window(num_logged: int) -> int:
+    """How many logged steps to average at each end: one step's reward mean is noisy (a handful of prompts), so
+    average up to 5, but never more than a quarter of the run so the two ends stay apart."""
+    return max(1, min(5, num_logged // 4))
+
+
+def reward_summary(log_history: list[dict], reward_names: list[str]) -> tuple[list[tuple[str, float, float]], int]:
+    """``(metric, mean of the first w logged values, mean of the last w)`` for each reward's mean and the total
+    ``reward``, and ``w`` (see :func:`summary_window`)."""
+    series = {}
     for metric in [f"rewards/{name}/mean" for name in reward_names] + ["reward"]:
         values = [entry[metric] for entry in log_history if metric in entry]
         if values:
-            rows.append((metric, values[0], values[-1]))
-    return rows
+            series[metric] = values
+    window = summary_window(min((len(v) for v in series.values()), default=0))
+    rows = [(metric, sum(v[:window]) / window, sum(v[-window:]) / window) for metric, v in series.items()]
+    return rows, window
 
 
-def format_summary(rows: list[tuple[str, float, float]], global_step: int, num_processes: int, output_dir: str) -> str:
+def format_summary(
+    rows: list[tuple[str, float, float]], window: int, global_step: int, num_processes: int, output_dir: str
+) -> str:
     """A small plain-text table of the rewards before/after, and where the model is."""
     width = max([len("metric"), *(len(metric) for metric, _, _ in rows)])
     processes = f"{num_processes} process" + ("es" if num_processes > 1 else "")
+    first, last = ("first", "last") if window == 1 else (f"first {window}", f"last {window}")
     lines = [
         f"Training finished after {global_step} steps on {processes}.",
-        f"{'metric':<{width}}  {'first':>8}  {'last':>8}",
+        f"{'metric':<{width}}  {first:>8}  {last:>8}" + ("   (mean over logged steps)" if window > 1 else ""),
     ]
-    lines += [f"{metric:<{width}}  {first:>8.3f}  {last:>8.3f}" for metric, first, last in rows]
+    lines += [f"{metric:<{width}}  {a:>8.3f}  {b:>8.3f}" for metric, a, b in rows]
     if not rows:
         lines.append("(no reward was logged: set logging_steps to log them)")
     lines.append(f"Model saved to {output_dir}")
@@ -395,8 +413,9 @@ def format_summary(rows: list[tuple[str, float, float]], global_step: int, num_p
 def print_summary(trainer, output_dir: str) -> None:
     """Print the reward table on the main process only, so a multi-process run prints it once."""
     if trainer.accelerator.is_main_process:
-        rows = reward_summary(trainer.state.log_history, trainer.reward_func_names)
-        summary = format_summary(rows, trainer.state.global_step, trainer.accelerator.num_processes, output_dir)
+        rows, window = reward_summary(trainer.state.log_history, trainer.reward_func_names)
+        state = trainer.state
+        summary = format_summary(rows, window, state.global_step, trainer.accelerator.num_processes, output_dir)
         print(summary, flush=True)
 
 
