@@ -1,0 +1,119 @@
+"""GRPO vs GRPO without std vs GDPO on the same task, from the same start, over several seeds.
+
+Each (method, seed) run is an ordinary ``GDPOTrainer`` run whose config differs in the aggregation fields only, so
+an A/B differs in one config field, as in the paper. Results are read back from each run's ``trainer_state.json``
+with :mod:`gdpo_trl.runs`, so ``scripts/plot_runs.py`` can also draw any of them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from gdpo_trl.runs import Run, curve_stats, load_run, reward_key, smooth
+
+# Method name -> the config fields that make it. Everything else is shared.
+METHODS = {
+    "grpo": dict(multi_objective_aggregation="sum_then_normalize", scale_rewards="group"),
+    "grpo_no_std": dict(multi_objective_aggregation="sum_then_normalize", scale_rewards="none"),
+    "gdpo": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group"),
+    "gdpo_no_bn": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group", gdpo_batch_norm=False),
+}
+LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo": "GDPO", "gdpo_no_bn": "GDPO w/o batch norm"}
+
+
+@dataclass
+class MethodCurves:
+    """One method's runs, aligned by step: ``values[metric][seed_index][step_index]``."""
+
+    method: str
+    steps: list[int]
+    values: dict[str, list[list[float]]]
+
+
+def run_dir(out_dir: Path, method: str, seed: int) -> Path:
+    return Path(out_dir) / f"{method}-seed{seed}"
+
+
+def collect(out_dir: Path, method: str, seeds: list[int], metrics: list[str]) -> MethodCurves:
+    """Load every seed's run of ``method`` and align the ``metrics`` series on their common steps."""
+    runs: list[Run] = [load_run(run_dir(out_dir, method, seed)) for seed in seeds]
+    steps = sorted(set.intersection(*({s for s, _ in run.history.get(metrics[0], [])} for run in runs)))
+    values = {
+        metric: [[dict(run.history.get(metric, []))[s] for s in steps] for run in runs]
+        for metric in metrics
+        if all(metric in run.history for run in runs)
+    }
+    return MethodCurves(method, steps, values)
+
+
+def steps_to_reach(steps: list[int], values: list[float], target: float, window: int) -> int | None:
+    """First step at which the ``window``-smoothed curve reaches ``target``; None if it never does."""
+    for step, value in zip(steps, smooth(values, window), strict=True):
+        if value >= target:
+            return step
+    return None
+
+
+def _mean_spread(xs: list[float]) -> str:
+    return f"{statistics.mean(xs):.3f} ± {statistics.stdev(xs):.3f}" if len(xs) > 1 else f"{xs[0]:.3f}"
+
+
+def comparison_table(
+    curves: list[MethodCurves], reward_names: list[str], *, gain: float, window: int, tail: int
+) -> str:
+    """Markdown: per method and reward, the final value (mean of the last ``tail`` logged steps, mean ± std over
+    seeds), the start value, steps to reach start + ``gain`` (smoothed over ``window`` steps; seeds that never reach
+    it are counted as such), and the area under the curve per step (the mean level over training)."""
+    lines = [
+        f"| method | reward | start | final (last {tail} steps) | steps to start+{gain:g} | mean level (AUC/steps) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for c in curves:
+        for name in reward_names:
+            key = reward_key(name) if name != "reward" else "reward"
+            if key not in c.values:
+                continue
+            per_seed = c.values[key]
+            start = statistics.mean(v[0] for v in per_seed)
+            finals = [statistics.mean(v[-tail:]) for v in per_seed]
+            reached = [steps_to_reach(c.steps, v, v[0] + gain, window) for v in per_seed]
+            hit = [r for r in reached if r is not None]
+            reach = (
+                f"{statistics.mean(hit):.1f} ({len(hit)}/{len(reached)} seeds)" if hit else f"never (0/{len(reached)})"
+            )
+            levels = [curve_stats(list(zip(c.steps, v, strict=True))).mean_level for v in per_seed]
+            lines.append(
+                f"| {LABELS.get(c.method, c.method)} | {name} | {start:.3f} | {_mean_spread(finals)} | {reach} | "
+                f"{_mean_spread(levels)} |"
+            )
+    return "\n".join(lines)
+
+
+def plot_comparison(curves: list[MethodCurves], reward_names: list[str], out_png: Path, *, window: int, title: str):
+    """One panel per reward (and the total): each method's mean curve over seeds, with a min-max band."""
+    from matplotlib.figure import Figure
+
+    panels = [n for n in reward_names if any(reward_key(n) in c.values for c in curves)] + ["reward"]
+    fig = Figure(figsize=(4.2 * len(panels), 3.6), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, name in zip(axes, panels, strict=True):
+        key = "reward" if name == "reward" else reward_key(name)
+        for c in curves:
+            if key not in c.values:
+                continue
+            runs = [smooth(v, window) for v in c.values[key]]
+            mean = [statistics.mean(col) for col in zip(*runs, strict=True)]
+            low = [min(col) for col in zip(*runs, strict=True)]
+            high = [max(col) for col in zip(*runs, strict=True)]
+            (line,) = ax.plot(c.steps, mean, label=LABELS.get(c.method, c.method))
+            ax.fill_between(c.steps, low, high, color=line.get_color(), alpha=0.15)
+        ax.set_title("total reward" if name == "reward" else name)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"mean over seeds (smoothed {window}), band = min-max")
+    axes[-1].legend(loc="lower right")
+    fig.suptitle(title)
+    fig.savefig(out_png, dpi=110)
+    return out_png
