@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	HF_HUB_OFFLINE=1 $(BIN)/gdpo-train --config recipes/cpu/gdpo.yaml
+	HF_HUB_OFFLINE=1 $(BIN)/gdpo-train --config recipes/cpu/gdpo/config.yaml
 
 test: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q

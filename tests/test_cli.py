@@ -230,3 +230,17 @@ def test_plot_runs_on_two_real_runs_matches_their_logs(tmp_path):
         assert row in table
     png = plot_runs(runs, tmp_path / "runs.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+def test_missing_recipe_file_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="Recipe '.*nope.yaml' not found"):
+        main(["--config", str(tmp_path / "nope.yaml")])
+
+
+def test_makefile_demo_names_a_recipe_that_exists():
+    """The README's main-job command is `make demo`: its recipe path must exist."""
+    import re
+
+    demo = re.search(r"^demo:.*\n\t(.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1)
+    recipe = re.search(r"--config (\S+)", demo).group(1)
+    assert (ROOT / recipe).is_file(), recipe

@@ -55,7 +55,7 @@ class GDPOScriptArguments(ScriptArguments):
         default=None,
         metadata={
             "help": "Keyword arguments per reward function, bound when it is built: "
-            "{reward name: {argument: value}}, e.g. {\"length\": {\"max_tokens\": 256}}. A JSON string on the "
+            '{reward name: {argument: value}}, e.g. {"length": {"max_tokens": 256}}. A JSON string on the '
             "command line."
         },
     )
@@ -152,8 +152,12 @@ def unknown_yaml_keys(args: list[str]) -> list[str]:
         return []  # TrlParser reports a missing path itself
     import yaml
 
-    with open(args[args.index("--config") + 1]) as file:
-        config = yaml.safe_load(file)
+    path = Path(args[args.index("--config") + 1])
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"Recipe {str(path)!r} not found: pass --config with a YAML file, e.g. recipes/cpu/gdpo/config.yaml."
+        )
+    config = yaml.safe_load(path.read_text())
     if not isinstance(config, dict):
         return []  # TrlParser raises a clear error for a YAML that is not a mapping
     known = known_fields()
