@@ -30,7 +30,7 @@ def parse_args(argv=None):
     parser.add_argument("--prompts-per-step", type=int, default=4, help="prompts per step (multiplied by --scale)")
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--max-completion-length", type=int, default=64)
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--learning-rate", type=float, default=3e-4)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 suits the tiny model)")
     parser.add_argument("--scale", type=int, default=1, help="multiply steps and prompts per step (GPU runs)")
     parser.add_argument("--model", default="builtin:warmstart")
