@@ -93,7 +93,8 @@ def main():
 
     grpo, gdpo = statistics.median(times["GRPOTrainer"]), statistics.median(times["GDPOTrainer"])
     print(
-        f"\nmodel {args.model}, 16 completions (8 per prompt) x 48 tokens, 3 rewards, {len(times['GDPOTrainer'])} steps each"
+        f"\nmodel {args.model}, 16 completions (8 per prompt) x up to 48 tokens, 3 rewards, "
+        f"{len(times['GDPOTrainer'])} timed steps each"
     )
     print(f"median step time  GRPOTrainer(normalize_then_sum) {grpo * 1e3:.1f} ms   GDPOTrainer {gdpo * 1e3:.1f} ms")
     print(f"ratio GDPOTrainer / GRPOTrainer = {gdpo / grpo:.3f}  (target <= 1.02)")
