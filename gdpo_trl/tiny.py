@@ -142,6 +142,8 @@ def _cached_build(target: Path, build) -> Path:
             tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
             try:
                 build(tmp)
+                if not (tmp / "config.json").exists() or not any(tmp.glob("*.safetensors")):
+                    raise RuntimeError(f"Building {target.name} wrote no complete model to {tmp}.")
             except BaseException:  # a failed or interrupted build leaves nothing behind
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
@@ -172,6 +174,20 @@ def _build_lock(path: Path):
 _LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
+def _run_isolated(args: list[str], what: str) -> None:
+    """Run ``python ARGS`` in a child process without the launcher's variables (see the callers for why)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARS and not k.startswith("ACCELERATE_")}
+    # Make this copy of the package importable in the child even when it is not installed.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent.parent), env.get("PYTHONPATH")]))
+    command = [sys.executable, *args]
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"Building {what} failed ({' '.join(command)}):\n{result.stderr[-4000:]}")
+
+
 def _build_warmstart_isolated(path: Path, seed: int) -> None:
     """Build the warm start in a child process (``python -m gdpo_trl.warmstart``).
 
@@ -179,16 +195,22 @@ def _build_warmstart_isolated(path: Path, seed: int) -> None:
     to a later GRPO/GDPO trainer in the same process, and under a multi-process launcher (``RANK``/``WORLD_SIZE`` set)
     it would wait for the other ranks to join a training they are not running. The child gets neither.
     """
-    import subprocess
-    import sys
+    _run_isolated(["-m", "gdpo_trl.warmstart", str(path), "--seed", str(seed)], "the warm start")
 
-    env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARS and not k.startswith("ACCELERATE_")}
-    # Make this copy of the package importable in the child even when it is not installed.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent.parent), env.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "gdpo_trl.warmstart", str(path), "--seed", str(seed)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"Building the warm start failed ({' '.join(command)}):\n{result.stderr[-4000:]}")
+
+def _build_tiny(path: Path, architecture: str, seed: int) -> None:
+    """Build a random tiny model, in a child process when torch.distributed is running.
+
+    Why: under torch.distributed, transformers' ``save_pretrained`` writes weights on rank 0 only, so a rank that
+    wins the build race would leave a folder without a model.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        code = f"from gdpo_trl.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
+        _run_isolated(["-c", code], f"builtin:{architecture}")
+    else:
+        save_tiny_model(path, architecture, seed)
 
 
 def resolve_model(name_or_path: str) -> str:
@@ -212,4 +234,4 @@ def resolve_model(name_or_path: str) -> str:
         target = cache_dir() / f"{WARMSTART}-seed{seed}-{build_id}"
         return str(_cached_build(target, lambda tmp: _build_warmstart_isolated(tmp, seed)))
     target = cache_dir() / f"{architecture}-seed{seed}-{_build_id(architecture, seed)}"
-    return str(_cached_build(target, lambda tmp: save_tiny_model(tmp, architecture, seed)))
+    return str(_cached_build(target, lambda tmp: _build_tiny(tmp, architecture, seed)))
