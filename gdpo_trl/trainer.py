@@ -138,6 +138,10 @@ class GDPOTrainer(GRPOTrainer):
       ``GDPOConfig``): ``gdpo_advantages``; equal to TRL's native GDPO.
     - ``"sum_then_normalize"``, or a single reward function: ``grpo_advantages`` with ``scale_rewards``.
     - Override ``compute_advantages`` to try another rule; what it returns is what trains.
+    - ``args.reward_conditions`` wraps rewards with :func:`gdpo_trl.rewards.conditioned.conditioned` before TRL sees
+      them; ``args.reward_weights_final`` moves ``self.reward_weights`` linearly over training.
+    - Every plain reward function is wrapped so that one that raises or returns a malformed list is named in the
+      error (``CheckedReward``).
 
     Extra metrics, per reward function ``<name>``: ``rewards/<name>/frac_zero_std`` (fraction of groups where that
     reward is constant) and ``rewards/<name>/advantage_share`` (its share of the advantage's absolute mass);
