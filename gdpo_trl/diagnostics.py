@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from .advantages import center_per_group, gdpo_reward_terms, grpo_advantages
+
 
 def group_has_spread(values: torch.Tensor, num_generations: int) -> torch.Tensor:
     """``[N / G, K]`` bool: whether each column of ``values`` ``[N, K]`` takes two different values in each group.
@@ -66,3 +68,37 @@ def mean_distinct_per_group(advantages: torch.Tensor, num_generations: int, *, d
     ordered = rounded.sort(dim=1).values
     changes = (ordered[:, 1:] != ordered[:, :-1]).sum(dim=1)  # -0.0 == 0.0, so signed zeros count once
     return (changes + 1).double().mean().item()
+
+
+def reward_diagnostics(
+    rewards: torch.Tensor,
+    advantages: torch.Tensor,
+    weights: torch.Tensor,
+    names: list[str],
+    num_generations: int,
+    *,
+    gdpo: bool,
+    grpo_scale: str = "group",
+) -> dict[str, float]:
+    """Every per-step metric ``GDPOTrainer`` logs on top of TRL's, by metric name.
+
+    ``rewards`` ``[N, K]`` and ``advantages`` ``[N]`` are the gathered batch; ``gdpo`` says which rule made the
+    advantages (it picks the per-reward terms the shares are taken of); ``grpo_scale`` is the ``scale_rewards`` used
+    for the GRPO comparison count.
+    """
+    weights = torch.as_tensor(weights, dtype=rewards.dtype, device=rewards.device)
+    if gdpo:
+        terms = gdpo_reward_terms(rewards, num_generations)
+    else:
+        terms = center_per_group(rewards, num_generations)
+    metrics = {}
+    shares = advantage_shares(terms, weights).tolist()
+    zero_std = frac_zero_std_per_reward(rewards, num_generations).tolist()
+    for name, share, frac in zip(names, shares, zero_std, strict=True):
+        metrics[f"rewards/{name}/frac_zero_std"] = frac
+        metrics[f"rewards/{name}/advantage_share"] = share
+    metrics["frac_reward_zero_std"] = frac_groups_without_signal(rewards, weights, num_generations, gdpo=gdpo)
+    grpo = grpo_advantages(rewards, weights, num_generations, scale=grpo_scale)
+    metrics["advantages/distinct_per_group"] = mean_distinct_per_group(advantages, num_generations)
+    metrics["advantages/distinct_per_group_grpo"] = mean_distinct_per_group(grpo, num_generations)
+    return metrics

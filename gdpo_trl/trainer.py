@@ -31,14 +31,9 @@ from transformers.utils import logging
 from trl import GRPOTrainer
 from trl.trainer.utils import get_callable_name, is_async_callable
 
-from .advantages import center_per_group, gdpo_advantages, gdpo_reward_terms, grpo_advantages
+from .advantages import gdpo_advantages, grpo_advantages
 from .config import GDPOConfig, check_weight_schedule
-from .diagnostics import (
-    advantage_shares,
-    frac_groups_without_signal,
-    frac_zero_std_per_reward,
-    mean_distinct_per_group,
-)
+from .diagnostics import reward_diagnostics
 from .rewards.conditioned import apply_reward_conditions
 
 logger = logging.get_logger(__name__)
@@ -244,21 +239,17 @@ class GDPOTrainer(GRPOTrainer):
     def _log_reward_diagnostics(self, rewards, advantages, num_generations: int, mode: str) -> None:
         if num_generations < 2:
             return
-        metrics = self._metrics[mode]
-        weights = self.reward_weights.to(rewards.device)
-        if self.uses_gdpo:
-            terms = gdpo_reward_terms(rewards, num_generations)
-        else:
-            terms = center_per_group(rewards, num_generations)
-        shares = advantage_shares(terms, weights).tolist()
-        zero_std = frac_zero_std_per_reward(rewards, num_generations).tolist()
-        for name, share, frac in zip(self.reward_func_names, shares, zero_std, strict=True):
-            metrics[f"rewards/{name}/frac_zero_std"].append(frac)
-            metrics[f"rewards/{name}/advantage_share"].append(share)
-        # TRL appended its own value for this call; replace it with the per-group one.
-        metrics["frac_reward_zero_std"][-1] = frac_groups_without_signal(
-            rewards, weights, num_generations, gdpo=self.uses_gdpo
+        computed = reward_diagnostics(
+            rewards,
+            advantages,
+            self.reward_weights.to(rewards.device),
+            self.reward_func_names,
+            num_generations,
+            gdpo=self.uses_gdpo,
+            grpo_scale=self.scale_rewards,
         )
-        grpo = grpo_advantages(rewards, weights, num_generations, scale=self.scale_rewards)
-        metrics["advantages/distinct_per_group"].append(mean_distinct_per_group(advantages, num_generations))
-        metrics["advantages/distinct_per_group_grpo"].append(mean_distinct_per_group(grpo, num_generations))
+        metrics = self._metrics[mode]
+        # TRL appended its own frac_reward_zero_std for this call (0 or 1 under GDPO); replace it with ours.
+        metrics["frac_reward_zero_std"][-1] = computed.pop("frac_reward_zero_std")
+        for name, value in computed.items():
+            metrics[name].append(value)

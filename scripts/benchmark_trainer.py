@@ -69,24 +69,16 @@ def run(trainer_cls, config_cls, model, dataset, steps, output_dir):
 
 def time_gdpo_work(num_completions=16, num_generations=8, num_rewards=3, repeats=2000) -> float:
     """Milliseconds GDPOTrainer adds per generation batch on top of TRL: advantages plus every diagnostic metric."""
-    from gdpo_trl.advantages import gdpo_advantages, gdpo_reward_terms, grpo_advantages
-    from gdpo_trl.diagnostics import (
-        advantage_shares,
-        frac_groups_without_signal,
-        frac_zero_std_per_reward,
-        mean_distinct_per_group,
-    )
+    from gdpo_trl.advantages import gdpo_advantages
+    from gdpo_trl.diagnostics import reward_diagnostics
 
     rewards = torch.randint(0, 2, (num_completions, num_rewards)).float()
     weights = torch.ones(num_rewards)
+    names = [f"r{k}" for k in range(num_rewards)]
 
     def once():
         advantages = gdpo_advantages(rewards, weights, num_generations)
-        advantage_shares(gdpo_reward_terms(rewards, num_generations), weights).tolist()
-        frac_zero_std_per_reward(rewards, num_generations).tolist()
-        frac_groups_without_signal(rewards, weights, num_generations, gdpo=True)
-        mean_distinct_per_group(advantages, num_generations)
-        mean_distinct_per_group(grpo_advantages(rewards, weights, num_generations), num_generations)
+        reward_diagnostics(rewards, advantages, weights, names, num_generations, gdpo=True)
 
     for _ in range(100):
         once()

@@ -95,11 +95,18 @@ def get_reward_func(name: str) -> Callable:
         ) from None
 
 
-def _metric_name(func: Callable) -> str:
-    # TRL names each reward's logged metrics after the callable (unwrapping functools.partial), so two different
-    # registry names can still clash if they resolve to functions with the same ``__name__``.
+def unwrap_partial(func: Callable) -> Callable:
+    """The callable inside any layers of ``functools.partial``."""
     while isinstance(func, functools.partial):
         func = func.func
+    return func
+
+
+def reward_name(func: Callable) -> str:
+    """The name TRL logs a reward under (``rewards/<name>/mean``): the callable's ``__name__`` after unwrapping
+    ``functools.partial``, or its class name. Two different registry names can clash if they resolve to functions
+    with the same name."""
+    func = unwrap_partial(func)
     return getattr(func, "__name__", type(func).__name__)
 
 
@@ -127,7 +134,7 @@ def get_reward_funcs(names: list[str], kwargs: dict[str, dict] | None = None) ->
     funcs = [functools.partial(f, **kwargs[n]) if kwargs.get(n) else f for n, f in zip(names, funcs, strict=True)]
     seen: dict[str, str] = {}
     for name, func in zip(names, funcs, strict=True):
-        metric = _metric_name(func)
+        metric = reward_name(func)
         if metric in seen:
             raise ValueError(
                 f"rewards {seen[metric]!r} and {name!r} are both named {metric!r}: TRL would log them under the same "

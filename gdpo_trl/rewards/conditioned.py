@@ -12,21 +12,9 @@ a reward of its own; GSM8K's rewards cost microseconds per completion, so this i
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 
-from gdpo_trl.rewards import REWARD_FUNCS, get_reward_func
-
-
-def _unwrap(func):
-    while isinstance(func, functools.partial):
-        func = func.func
-    return func
-
-
-def _name(func) -> str:
-    func = _unwrap(func)
-    return getattr(func, "__name__", type(func).__name__)
+from gdpo_trl.rewards import REWARD_FUNCS, get_reward_func, reward_name, unwrap_partial
 
 
 class ConditionedReward:
@@ -39,14 +27,14 @@ class ConditionedReward:
         if not callable(reward) or not callable(on):
             raise TypeError("conditioned() needs two callables: the reward and the reward it is conditioned on.")
         self.reward, self.on, self.threshold = reward, on, float(threshold)
-        self.__name__ = f"{_name(reward)}_if_{_name(on)}"
+        self.__name__ = f"{reward_name(reward)}_if_{reward_name(on)}"
 
     def __call__(self, completions, **kwargs) -> list[float | None]:
         values = self.reward(completions=completions, **kwargs)
         gates = self.on(completions=completions, **kwargs)
         if len(gates) != len(values):
             raise ValueError(
-                f"{self.__name__}: the condition {_name(self.on)} returned {len(gates)} values for {len(values)}."
+                f"{self.__name__}: the condition {reward_name(self.on)} returned {len(gates)} values for {len(values)}."
             )
         return [
             None if value is None else (value if gate is not None and gate >= self.threshold else 0.0)
@@ -54,7 +42,7 @@ class ConditionedReward:
         ]
 
     def __repr__(self) -> str:
-        return f"conditioned({_name(self.reward)}, on={_name(self.on)}, threshold={self.threshold})"
+        return f"conditioned({reward_name(self.reward)}, on={reward_name(self.on)}, threshold={self.threshold})"
 
 
 def conditioned(reward: Callable, on: Callable, threshold: float = 1.0) -> ConditionedReward:
@@ -89,11 +77,11 @@ def apply_reward_conditions(reward_funcs: list, conditions: Mapping | None) -> l
 
     def index_of(name):
         for i, func in enumerate(reward_funcs):
-            if callable(func) and (_name(func) == name or REWARD_FUNCS.get(name) is _unwrap(func)):
+            if callable(func) and (reward_name(func) == name or REWARD_FUNCS.get(name) is unwrap_partial(func)):
                 return i
         return None
 
-    present = [_name(f) for f in reward_funcs if callable(f)]
+    present = [reward_name(f) for f in reward_funcs if callable(f)]
     funcs = list(reward_funcs)
     for target, spec in conditions.items():
         on_name, threshold = parse_condition(spec)
