@@ -161,7 +161,7 @@ def resolve_model_spec(model: str, adapter: str | None = None) -> ModelSpec:
     ``adapter_config.json``, whose ``base_model_name_or_path`` is then loaded as the base). The tokenizer comes from
     the adapter or checkpoint folder when it has one (training may have changed its chat template), else from the base.
     """
-    from gdpo_trl.tiny import resolve_model
+    from gdpo_trl.demo.tiny import resolve_model
 
     try:
         resolved = resolve_model(model)
@@ -214,7 +214,8 @@ def load_problems(dataset: str, split: str, limit: int | None = None):
     :data:`SYNTHETIC_DEFAULT_SIZE`). Loader errors (missing file or column, unreachable Hub) become
     :class:`EvaluationInputError`.
     """
-    from gdpo_trl.data import load_gsm8k, load_synthetic
+    from gdpo_trl.data import load_gsm8k
+    from gdpo_trl.demo.synthetic import load_synthetic
 
     if limit is not None and limit < 1:
         raise EvaluationInputError(f"limit must be >= 1, got {limit}")

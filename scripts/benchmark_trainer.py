@@ -24,8 +24,8 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from gdpo_trl import GDPOConfig, GDPOTrainer  # noqa: E402
 from gdpo_trl.data import load_gsm8k  # noqa: E402
+from gdpo_trl.demo.tiny import resolve_model  # noqa: E402
 from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward  # noqa: E402
-from gdpo_trl.tiny import resolve_model  # noqa: E402
 
 
 class StepTimer(TrainerCallback):

@@ -19,10 +19,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything here is local
 
 try:
-    from gdpo_trl.warmstart import Recipe, build_warmstart, measure_rewards, weights_checksum
+    from gdpo_trl.demo.warmstart import Recipe, build_warmstart, measure_rewards, weights_checksum
 except ImportError:  # run from a checkout without installing the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from gdpo_trl.warmstart import Recipe, build_warmstart, measure_rewards, weights_checksum
+    from gdpo_trl.demo.warmstart import Recipe, build_warmstart, measure_rewards, weights_checksum
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -78,10 +78,10 @@ def main(argv=None):
     import torch
 
     from gdpo_trl.compare import collect, comparison_table, plot_comparison
+    from gdpo_trl.demo.tiny import resolve_model
+    from gdpo_trl.demo.warmstart import load_warmstart_dataset
     from gdpo_trl.rewards import get_reward_funcs
     from gdpo_trl.runs import reward_key
-    from gdpo_trl.tiny import resolve_model
-    from gdpo_trl.warmstart import load_warmstart_dataset
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

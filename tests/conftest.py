@@ -17,7 +17,7 @@ def _model_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_model_path(_model_cache):
-    from gdpo_trl.tiny import resolve_model
+    from gdpo_trl.demo.tiny import resolve_model
 
     return resolve_model("builtin:tiny")
 

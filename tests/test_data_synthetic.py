@@ -6,7 +6,7 @@ import re
 import pytest
 
 from gdpo_trl.data.gsm8k import SYSTEM_PROMPT
-from gdpo_trl.data.synthetic import TEMPLATES, generate_problems, load_synthetic
+from gdpo_trl.demo.synthetic import TEMPLATES, generate_problems, load_synthetic
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

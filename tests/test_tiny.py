@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gdpo_trl.tiny import build_tokenizer, resolve_model
+from gdpo_trl.demo.tiny import build_tokenizer, resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def test_two_ranks_building_at_once_both_get_a_complete_model(tmp_path):
     script = (
         "import os, torch.distributed as dist\n"
         "dist.init_process_group('gloo')\n"
-        "from gdpo_trl.tiny import resolve_model\n"
+        "from gdpo_trl.demo.tiny import resolve_model\n"
         "path = resolve_model('builtin:tiny@7')\n"
         "assert {'config.json', 'model.safetensors', 'tokenizer.json'} <= set(os.listdir(path)), os.listdir(path)\n"
     )

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
-from gdpo_trl.tiny import SPECIAL_TOKENS, TAGS, build_tokenizer, resolve_model, save_tiny_model
-from gdpo_trl.warmstart import (
+from gdpo_trl.demo.tiny import SPECIAL_TOKENS, TAGS, build_tokenizer, resolve_model, save_tiny_model
+from gdpo_trl.demo.warmstart import (
     FORMAT_BREAKS,
     NON_INTEGER_STYLES,
     Recipe,
@@ -29,6 +28,7 @@ from gdpo_trl.warmstart import (
     warmstart_problems,
     weights_checksum,
 )
+from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
 
 BAND = (0.2, 0.7)  # every starting reward must leave RL room to move in both directions
 ROWS = warmstart_problems(2000, seed=0)

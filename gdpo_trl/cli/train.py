@@ -252,14 +252,15 @@ def build_reward_funcs(script_args: GDPOScriptArguments) -> list:
 
 def load_dataset_for(script_args: GDPOScriptArguments):
     """Load the training split as a ``datasets.Dataset`` with conversational ``prompt`` and gold ``answer``."""
-    from gdpo_trl.data import load_gsm8k, load_synthetic
+    from gdpo_trl.data import load_gsm8k
+    from gdpo_trl.demo.synthetic import load_synthetic
 
     limit = script_args.max_train_samples
     size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
     if script_args.dataset_name == "synthetic":
         return load_synthetic(size, seed=script_args.synthetic_seed)
     if script_args.dataset_name == "warmstart":
-        from gdpo_trl.warmstart import load_warmstart_dataset
+        from gdpo_trl.demo.warmstart import load_warmstart_dataset
 
         # Problems from the warm start's distribution that its SFT never saw (its held-out split).
         return load_warmstart_dataset(size, seed=script_args.synthetic_seed, split="eval")
@@ -285,7 +286,7 @@ def check_columns(dataset, source: str) -> None:
 
 def resolve_model_path(model_args: ModelConfig) -> str:
     """A loadable path or Hub id; ``builtin:tiny`` and friends are built locally on first use."""
-    from gdpo_trl.tiny import resolve_model
+    from gdpo_trl.demo.tiny import resolve_model
 
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path is not set: give a Hub id, a local folder or 'builtin:tiny'.")

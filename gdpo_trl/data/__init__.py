@@ -1,4 +1,4 @@
-"""GSM8K-shaped datasets for GDPO: the real GSM8K (Hub or local files), a shipped sample, and a generator.
+"""GSM8K-shaped datasets for GDPO: the real GSM8K (Hub or local files) and a shipped sample.
 
 Importing this package does not import ``datasets``; the loaders import it when called.
 """
@@ -11,7 +11,6 @@ from gdpo_trl.data.gsm8k import (
     parse_gold_answer,
     to_gdpo_example,
 )
-from gdpo_trl.data.synthetic import TEMPLATES, generate_problems, load_synthetic
 
 __all__ = [
     "SAMPLE_PATH",
@@ -24,3 +23,16 @@ __all__ = [
     "parse_gold_answer",
     "to_gdpo_example",
 ]
+
+
+# The problem generator moved to gdpo_trl.demo.synthetic; these names still resolve here, loaded on first use so
+# that the core never imports the demo.
+_MOVED_TO_DEMO = {"TEMPLATES", "generate_problems", "load_synthetic"}
+
+
+def __getattr__(name):
+    if name in _MOVED_TO_DEMO:
+        from gdpo_trl.demo import synthetic
+
+        return getattr(synthetic, name)
+    raise AttributeError(f"module 'gdpo_trl.data' has no attribute {name!r}")

@@ -1,0 +1,237 @@
+"""A tiny Qwen2-architecture causal LM and character-level tokenizer, built locally from a config.
+
+Why: the Hub is out of reach on CPU CI machines and in offline demos, and no package ships a small pretrained causal
+LM. A character-level tokenizer needs no training data, makes every digit a token of its own (so arithmetic answers
+are easy to produce), and the four GDPO tags are single tokens, so a policy can learn the format in a few steps.
+
+``resolve_model("builtin:tiny")`` builds (once, cached on disk) and returns a path that ``from_pretrained`` loads
+like any Hub model; a path is needed rather than an in-memory model because TRL reloads the reference model from it
+when ``beta > 0``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import string
+from pathlib import Path
+
+BUILTIN_PREFIX = "builtin:"
+WARMSTART = "warmstart"  # builtin:warmstart, the SFT warm start of gdpo_trl.demo.warmstart
+TAGS = ["<think>", "</think>", "<answer>", "</answer>"]
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# A ChatML template (the format Qwen2.5 uses), written for this tokenizer.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+# Architectures by name: small enough to train a GRPO step in well under a second on one CPU core.
+ARCHITECTURES = {
+    "tiny": dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
+    ),
+    # The warm start's size (gdpo_trl.demo.warmstart): three layers learn to copy numbers from the question within a
+    # minute of CPU training, where two layers often do not.
+    "mini": dict(
+        hidden_size=64, intermediate_size=192, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2
+    ),
+    "small": dict(
+        hidden_size=128, intermediate_size=384, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2
+    ),
+    "base": dict(
+        hidden_size=256, intermediate_size=768, num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=4
+    ),
+}
+
+
+def build_tokenizer():
+    """A character-level ``Qwen2Tokenizer`` over printable ASCII, with ChatML special tokens and the GDPO tags.
+
+    Why a ``Qwen2Tokenizer`` (byte-level BPE with no merges) rather than a plain character vocabulary: transformers 5's
+    ``AutoTokenizer`` loads every ``model_type == "qwen2"`` folder as ``Qwen2Tokenizer``, whatever ``tokenizer.json``
+    says, and that class re-creates its own byte-level pre-tokenizer. A plain vocabulary then silently loses spaces and
+    newlines on reload (they become the byte symbols ``Ġ``/``Ċ``, which it lacks), so training and RL would see
+    different text. Written in the byte-level alphabet, the vocabulary tokenizes the same either way: with no merges,
+    every character is one token. Characters outside the vocabulary (non-ASCII) are dropped.
+    """
+    from tokenizers import pre_tokenizers
+    from transformers import Qwen2Tokenizer
+
+    chars = sorted(set(string.printable) - set("\x0b\x0c\r"))
+    # Each character as the byte-level pre-tokenizer writes it (" " -> "Ġ", "\n" -> "Ċ"; printable ASCII unchanged).
+    to_symbol = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    symbols = [to_symbol.pre_tokenize_str(char)[0][0] for char in chars]
+    vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS + ["<unk>"] + TAGS + symbols)}
+    tokenizer = Qwen2Tokenizer(
+        vocab=vocab,
+        merges=[],
+        unk_token="<unk>",
+        pad_token="<|endoftext|>",
+        eos_token="<|im_end|>",
+        bos_token=None,
+        additional_special_tokens=SPECIAL_TOKENS[1:],
+        chat_template=CHAT_TEMPLATE,
+    )
+    # The tags are ordinary (non-special) added tokens: matched whole, but kept when decoding with
+    # skip_special_tokens, so rewards see them in the completion text.
+    tokenizer.add_tokens(TAGS)
+    return tokenizer
+
+
+def build_model(tokenizer, architecture: str = "tiny", seed: int = 0):
+    """A randomly initialized ``Qwen2ForCausalLM`` sized by ``ARCHITECTURES[architecture]``."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"Unknown tiny architecture {architecture!r}; choose one of {sorted(ARCHITECTURES)}.")
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+        **ARCHITECTURES[architecture],
+    )
+    torch.manual_seed(seed)
+    return Qwen2ForCausalLM(config)
+
+
+def cache_dir() -> Path:
+    """Where built models are kept: ``$GDPO_TRL_CACHE``, else ``~/.cache/gdpo_trl``."""
+    return Path(os.environ.get("GDPO_TRL_CACHE", Path.home() / ".cache" / "gdpo_trl"))
+
+
+def save_tiny_model(path: str | os.PathLike, architecture: str = "tiny", seed: int = 0) -> Path:
+    """Build a tokenizer and model and save both to ``path`` (a folder ``from_pretrained`` can load)."""
+    path = Path(path)
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer, architecture, seed)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    model.generation_config.save_pretrained(path)
+    return path
+
+
+def _build_id(architecture: str, seed: int, *sources: Path) -> str:
+    # Key the cache on what determines the weights, plus the contents of the code that builds them (this file and
+    # any `sources`), so an edit there rebuilds. Not on the name as spelled: "tiny" and "tiny@0" are one model.
+    code = [Path(__file__).read_text(), *(source.read_text() for source in sources)]
+    recipe = json.dumps([architecture, seed, *code])
+    return hashlib.sha1(recipe.encode()).hexdigest()[:10]
+
+
+def _cached_build(target: Path, build) -> Path:
+    """Return ``target``, first running ``build(tmp_path)`` and renaming the result into place if it is missing.
+
+    Building next to the target and renaming means an interrupted build never leaves a half-written model behind, and
+    two processes building at once both end with a complete folder. Where ``fcntl`` exists, a lock file also makes a
+    second process wait for the first build instead of repeating it (the warm start takes a minute to train).
+    """
+    if (target / "config.json").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _build_lock(target.with_name(f"{target.name}.lock")):
+        if not (target / "config.json").exists():  # the process we waited for may have built it
+            tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+            try:
+                build(tmp)
+                if not (tmp / "config.json").exists() or not any(tmp.glob("*.safetensors")):
+                    raise RuntimeError(f"Building {target.name} wrote no complete model to {tmp}.")
+            except BaseException:  # a failed or interrupted build leaves nothing behind
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            try:
+                tmp.rename(target)
+            except OSError:  # another process won the race (only possible without fcntl)
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+@contextlib.contextmanager
+def _build_lock(path: Path):
+    """Hold an exclusive lock on ``path`` (created if missing) for the ``with`` block."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no lock; the rename above still keeps the cache consistent
+        yield
+        return
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# Set by torchrun/accelerate launchers; a child process that inherited them would try to join the parent's job.
+_LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _run_isolated(args: list[str], what: str) -> None:
+    """Run ``python ARGS`` in a child process without the launcher's variables (see the callers for why)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARS and not k.startswith("ACCELERATE_")}
+    # Make this copy of the package importable in the child even when it is not installed.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[2]), env.get("PYTHONPATH")]))
+    command = [sys.executable, *args]
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"Building {what} failed ({' '.join(command)}):\n{result.stderr[-4000:]}")
+
+
+def _build_warmstart_isolated(path: Path, seed: int) -> None:
+    """Build the warm start in a child process (``python -m gdpo_trl.demo.warmstart``).
+
+    Why not in this process: SFT training creates accelerate's process-wide state (``use_cpu=True``), which would stick
+    to a later GRPO/GDPO trainer in the same process, and under a multi-process launcher (``RANK``/``WORLD_SIZE`` set)
+    it would wait for the other ranks to join a training they are not running. The child gets neither.
+    """
+    _run_isolated(["-m", "gdpo_trl.demo.warmstart", str(path), "--seed", str(seed)], "the warm start")
+
+
+def _build_tiny(path: Path, architecture: str, seed: int) -> None:
+    """Build a random tiny model, in a child process when torch.distributed is running.
+
+    Why: under torch.distributed, transformers' ``save_pretrained`` writes weights on rank 0 only, so a rank that
+    wins the build race would leave a folder without a model.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        code = f"from gdpo_trl.demo.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
+        _run_isolated(["-c", code], f"builtin:{architecture}")
+    else:
+        save_tiny_model(path, architecture, seed)
+
+
+def resolve_model(name_or_path: str) -> str:
+    """Return a loadable path for ``name_or_path``.
+
+    ``builtin:tiny`` (or ``builtin:mini``, ``builtin:small``, ``builtin:base``; optionally ``@seed``, e.g.
+    ``builtin:tiny@3``) builds the random-initialized model on first use and caches it. ``builtin:warmstart``
+    (optionally ``@seed``) trains the SFT warm start of :mod:`gdpo_trl.demo.warmstart` on first use (about a minute on a
+    CPU) and caches it. Anything else (a Hub id or a local path) is returned unchanged.
+    """
+    if not name_or_path.startswith(BUILTIN_PREFIX):
+        return name_or_path
+    name = name_or_path[len(BUILTIN_PREFIX) :]
+    architecture, _, seed = name.partition("@")
+    if architecture != WARMSTART and architecture not in ARCHITECTURES:
+        choices = [BUILTIN_PREFIX + a for a in sorted([*ARCHITECTURES, WARMSTART])]
+        raise ValueError(f"Unknown built-in model {name_or_path!r}: use one of {choices}, optionally with '@<seed>'.")
+    seed = int(seed or 0)
+    if architecture == WARMSTART:
+        build_id = _build_id(architecture, seed, Path(__file__).with_name("warmstart.py"))
+        target = cache_dir() / f"{WARMSTART}-seed{seed}-{build_id}"
+        return str(_cached_build(target, lambda tmp: _build_warmstart_isolated(tmp, seed)))
+    target = cache_dir() / f"{architecture}-seed{seed}-{_build_id(architecture, seed)}"
+    return str(_cached_build(target, lambda tmp: _build_tiny(tmp, architecture, seed)))

@@ -1,0 +1,369 @@
+"""A warm-start policy for the offline CPU demo: a tiny char-level Qwen2 model, briefly SFT-trained on flawed traces.
+
+Why: GRPO/GDPO learn only from reward differences within a group of samples. A randomly initialised model never
+emits a tag, so every reward is 0 for every sample and there is nothing to learn from. This module trains the
+``mini`` model of :mod:`gdpo_trl.demo.tiny` with TRL's ``SFTTrainer`` on short traces such as
+``<think>3*4=12</think>\\n<answer>12</answer>``, with imperfections mixed in on purpose (broken format, answers off by
+a little, answers written ``12.0`` or ``$12``). Sampled at temperature 1.0 (GRPO's default), the result scores in the
+middle on the format, correctness and integer rewards, so each one has room, and signal, for RL to improve.
+
+The problems are the easiest synthetic ones (``buy_items``: one multiplication of two numbers up to 7): a model this
+small learns to copy single digits from the question and a small times table in a minute of CPU training, but not
+reliably more. :func:`load_warmstart_dataset` gives the same problems for RL.
+
+``resolve_model("builtin:warmstart")`` builds the model once and caches it. Here: :func:`build_warmstart`,
+:func:`measure_rewards`, and ``python -m gdpo_trl.demo.warmstart PATH [--seed N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import random
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gdpo_trl.data.gsm8k import make_prompt
+from gdpo_trl.demo.synthetic import TEMPLATES, generate_problems
+from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
+
+if TYPE_CHECKING:
+    import datasets
+
+__all__ = [
+    "Recipe",
+    "TraceMix",
+    "build_warmstart",
+    "load_warmstart_dataset",
+    "make_trace",
+    "measure_rewards",
+    "warmstart_problems",
+]
+
+# The ways a trace's format is broken, drawn equally often among broken traces. Only the last one loses the answer
+# block, so only it also costs the correctness and integer rewards.
+FORMAT_BREAKS = ("no_close_think", "no_think_tags", "text_after_answer", "no_answer_tags")
+# The ways an answer is written as a non-integer. Both still count as correct (``12.0 == 12``, ``$12 == 12``), so
+# the integer reward varies on its own rather than tracking correctness.
+NON_INTEGER_STYLES = ("decimal", "dollar")
+WRONG_OFFSETS = (-3, -2, -1, 1, 2, 3)
+
+
+@dataclass(frozen=True)
+class TraceMix:
+    """How often each imperfection is mixed into the SFT traces, each drawn independently per trace.
+
+    A model that imitates this mix scores about ``1 - broken_format`` on format,
+    ``(1 - broken_format / 4) * (1 - non_integer)`` on integer and ``(1 - broken_format / 4) * (1 - wrong_answer)``
+    times its arithmetic accuracy on correctness: all near 0.5, leaving room for RL on each. Independent draws give
+    groups of samples with varied reward combinations, which is what GDPO's per-reward normalisation works on.
+    """
+
+    broken_format: float = 0.5
+    wrong_answer: float = 0.25  # the answer (not the reasoning) off by 1 to 3, like a careless copy
+    non_integer: float = 0.45
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything besides the seed that determines the warm start's weights."""
+
+    architecture: str = "mini"
+    steps: int = 500
+    batch_size: int = 16
+    learning_rate: float = 3e-3  # 5e-3 sometimes fails to learn copying numbers within the step budget
+    templates: tuple[str, ...] = ("buy_items",)
+    max_factor: int = 7  # with factors up to 9 the copying often is not learned in time
+    mix: TraceMix = field(default_factory=TraceMix)
+
+
+# One question in EVAL_BUCKETS (by content hash) is held out for measuring and never trained on: splitting by content
+# keeps train and eval prompts disjoint whatever seeds either side uses.
+EVAL_BUCKETS = 8
+_EQUATION_RE = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+)")
+
+
+def _is_eval_question(question: str) -> bool:
+    return int(hashlib.sha1(question.encode()).hexdigest(), 16) % EVAL_BUCKETS == 0
+
+
+def _factors_within(row: dict, max_factor: int) -> bool:
+    """True when every product's factors (and every quotient and divisor) in ``row``'s solution are <= max_factor."""
+    for a, op, b, c in _EQUATION_RE.findall(row["answer"]):
+        small = {"*": (a, b), "/": (b, c)}.get(op, ())
+        if any(int(x) > max_factor for x in small):
+            return False
+    return True
+
+
+def warmstart_problems(n: int, seed: int = 0, *, split: str = "train", recipe: Recipe | None = None) -> list[dict]:
+    """``n`` problems (rows of :func:`generate_problems`) of the recipe's kind, from its ``"train"`` or ``"eval"`` split.
+
+    ``generate_problems`` has no template or size options, so rows are drawn in rounds and filtered. Questions
+    repeat within a split (``buy_items`` with factors up to 7 has about 2,000 distinct ones) but never across splits.
+    """
+    if split not in ("train", "eval"):
+        raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    recipe = recipe or Recipe()
+    steps = [TEMPLATES[name][0] for name in recipe.templates]
+    rows = []
+    for round_ in itertools.count():
+        batch = generate_problems(4096, seed=_round_seed(seed, round_), min_steps=min(steps), max_steps=max(steps))
+        rows += [
+            row
+            for row in batch
+            if row["template"] in recipe.templates
+            and _factors_within(row, recipe.max_factor)
+            and _is_eval_question(row["question"]) == (split == "eval")
+        ]
+        if len(rows) >= n:
+            return rows[:n]
+        if not rows and round_ >= 16:  # e.g. templates whose numbers are never within max_factor
+            raise ValueError(f"no problems match templates={recipe.templates} and max_factor={recipe.max_factor}")
+
+
+def _round_seed(seed: int, round_: int) -> int:
+    # Distinct, stable generator seeds per (seed, round), so seed 1's first round is not seed 0's second.
+    return int(hashlib.sha1(f"warmstart:{seed}:{round_}".encode()).hexdigest()[:12], 16)
+
+
+def reasoning(row: dict) -> str:
+    """The worked solution of ``row`` as terse equations (``3*4=12, 12+5=17``): short traces for a char model."""
+    return ", ".join(f"{a}{op}{b}={c}" for a, op, b, c in _EQUATION_RE.findall(row["answer"]))
+
+
+def gold_answer(row: dict) -> int:
+    """The integer after ``####`` in the row's GSM8K-style solution."""
+    return int(row["answer"].rpartition("####")[2])
+
+
+def make_trace(row: dict, rng: random.Random, mix: TraceMix | None = None) -> tuple[str, dict]:
+    """Return a completion for ``row`` with imperfections drawn from ``mix``, and which ones were drawn.
+
+    The second item is ``{"format": <a FORMAT_BREAKS entry or None>, "wrong": bool, "style": <a NON_INTEGER_STYLES
+    entry or None>}``. Deterministic in ``rng``'s state.
+    """
+    mix = mix or TraceMix()
+    kind = rng.choice(FORMAT_BREAKS) if rng.random() < mix.broken_format else None
+    wrong = rng.random() < mix.wrong_answer
+    style = rng.choice(NON_INTEGER_STYLES) if rng.random() < mix.non_integer else None
+    value = gold_answer(row)
+    if wrong:
+        offset = rng.choice(WRONG_OFFSETS)
+        value = value + offset if value + offset >= 0 else value - offset  # never negative, never the gold answer
+    answer = {"decimal": f"{value}.0", "dollar": f"${value}", None: str(value)}[style]
+    think = reasoning(row)
+    text = {
+        None: f"<think>{think}</think>\n<answer>{answer}</answer>",
+        "no_close_think": f"<think>{think}\n<answer>{answer}</answer>",
+        "no_think_tags": f"{think}\n<answer>{answer}</answer>",
+        "text_after_answer": f"<think>{think}</think>\n<answer>{answer}</answer>\nDone.",
+        "no_answer_tags": f"<think>{think}</think>\nThe answer is {answer}.",
+    }[kind]
+    return text, {"format": kind, "wrong": wrong, "style": style}
+
+
+def sft_dataset(n: int, seed: int = 0, recipe: Recipe | None = None) -> datasets.Dataset:
+    """``n`` conversational prompt/completion examples (the RL prompt, then one flawed trace) for ``SFTTrainer``.
+
+    The prompt is the same system + user conversation GRPO feeds, so the chat template matches; with a separate
+    ``completion``, ``SFTTrainer`` trains on the completion (and its closing ``<|im_end|>``) only.
+    """
+    import datasets
+
+    recipe = recipe or Recipe()
+    rows = warmstart_problems(n, seed, split="train", recipe=recipe)
+    rng = random.Random(seed)
+    traces = [make_trace(row, rng, recipe.mix)[0] for row in rows]
+    return datasets.Dataset.from_dict(
+        {
+            "prompt": [make_prompt(row["question"]) for row in rows],
+            "completion": [[{"role": "assistant", "content": trace}] for trace in traces],
+        }
+    )
+
+
+def load_warmstart_dataset(n: int, seed: int = 0, split: str = "eval", recipe: Recipe | None = None):
+    """``n`` warm-start problems as a ``datasets.Dataset`` with ``prompt`` and ``answer``, like ``load_synthetic``.
+
+    For RL after the warm start: the ``"eval"`` split (the default) holds questions the SFT never saw.
+    """
+    import datasets
+
+    rows = warmstart_problems(n, seed, split=split, recipe=recipe)
+    return datasets.Dataset.from_dict(
+        {
+            "prompt": [make_prompt(row["question"]) for row in rows],
+            "answer": [str(gold_answer(row)) for row in rows],
+        }
+    )
+
+
+def _sft_config(output_dir: str, seed: int, recipe: Recipe):
+    from trl import SFTConfig
+
+    return SFTConfig(
+        output_dir=output_dir,
+        max_steps=recipe.steps,
+        per_device_train_batch_size=recipe.batch_size,
+        learning_rate=recipe.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=max(1, recipe.steps // 20),
+        weight_decay=0.0,
+        seed=seed,
+        data_seed=seed,
+        dataloader_num_workers=0,  # workers would make the data order depend on process scheduling
+        bf16=False,
+        use_cpu=True,
+        gradient_checkpointing=False,  # SFTConfig turns it on by default; a model this small only pays its recompute
+        report_to="none",
+        save_strategy="no",
+        logging_steps=max(1, recipe.steps // 10),
+        disable_tqdm=True,
+    )
+
+
+def train_warmstart(path: str | Path, seed: int = 0, recipe: Recipe | None = None) -> Path:
+    """SFT a freshly built ``recipe.architecture`` model on flawed traces; save model and tokenizer to ``path``."""
+    import torch
+    from trl import SFTTrainer
+
+    from gdpo_trl.demo.tiny import build_model, build_tokenizer
+
+    recipe = recipe or Recipe()
+    torch.manual_seed(seed)
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer, recipe.architecture, seed)
+    dataset = sft_dataset(recipe.steps * recipe.batch_size, seed, recipe)  # exactly one epoch of `steps` batches
+    with tempfile.TemporaryDirectory() as scratch:
+        trainer = SFTTrainer(
+            model=model, args=_sft_config(scratch, seed, recipe), train_dataset=dataset, processing_class=tokenizer
+        )
+        trainer.train()
+    path = Path(path)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    model.generation_config.save_pretrained(path)
+    return path
+
+
+def build_warmstart(path: str | Path, seed: int = 0, recipe: Recipe | None = None, *, measure: bool = True) -> Path:
+    """Train the warm start into ``path``; record the recipe, build time and starting rewards in ``warmstart.json``.
+
+    Same ``seed`` and recipe on the same machine give the same weights (see :func:`weights_checksum`).
+    """
+    recipe = recipe or Recipe()
+    start = time.perf_counter()
+    path = train_warmstart(path, seed, recipe)
+    record = {
+        "seed": seed,
+        "recipe": asdict(recipe),
+        "parameters": _count_parameters(path),
+        "build_seconds": round(time.perf_counter() - start, 1),
+    }
+    if measure:
+        record["starting_rewards"] = measure_rewards(path, seed=seed, recipe=recipe)
+        record["measured_with"] = {"num_prompts": 64, "num_samples": 4, "temperature": 1.0, "split": "eval"}
+    (path / "warmstart.json").write_text(json.dumps(record, indent=2) + "\n")
+    return path
+
+
+def _count_parameters(path: Path) -> int:
+    from safetensors.torch import load_file
+
+    return sum(tensor.numel() for tensor in load_file(str(path / "model.safetensors")).values())
+
+
+def weights_checksum(model_path: str | Path) -> str:
+    """SHA-1 over the saved weights in name order: equal checksums mean equal models."""
+    from safetensors.torch import load_file
+
+    state = load_file(str(Path(model_path) / "model.safetensors"))
+    digest = hashlib.sha1()
+    for name in sorted(state):
+        digest.update(name.encode())
+        digest.update(state[name].float().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def measure_rewards(
+    model_path: str | Path,
+    num_prompts: int = 64,
+    num_samples: int = 4,
+    seed: int = 0,
+    temperature: float = 1.0,
+    max_new_tokens: int = 96,
+    *,
+    recipe: Recipe | None = None,
+    batch_size: int = 64,
+) -> dict[str, float]:
+    """Sample ``num_samples`` completions for each of ``num_prompts`` held-out problems and average the rewards.
+
+    Sampling is GRPO's default (temperature 1.0, no top-k or top-p), so the numbers are what RL starts from; the
+    problems come from the eval split of ``recipe`` (default :class:`Recipe`), disjoint from the SFT problems. Returns
+    the mean ``format``, ``correctness`` and ``integer`` rewards, the mean ``completion_length`` in tokens (the closing
+    ``<|im_end|>`` included) and ``clipped``, the fraction that hit ``max_new_tokens`` without stopping.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    # Loaded the way TRL loads a model path, so the measurement sees what RL will.
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer.padding_side = "left"  # so every prompt ends where generation starts
+    model = AutoModelForCausalLM.from_pretrained(model_path).eval()
+    rows = warmstart_problems(num_prompts, seed, split="eval", recipe=recipe)
+    chat = [make_prompt(row["question"]) for row in rows for _ in range(num_samples)]
+    golds = [str(gold_answer(row)) for row in rows for _ in range(num_samples)]
+    prompts = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    torch.manual_seed(seed)
+    completions, lengths, clipped = [], [], 0
+    for i in range(0, len(prompts), batch_size):
+        batch = tokenizer(prompts[i : i + batch_size], return_tensors="pt", padding=True)
+        with torch.no_grad():
+            output = model.generate(
+                **batch,
+                do_sample=True,
+                temperature=temperature,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        for ids in output[:, batch["input_ids"].shape[1] :].tolist():
+            stopped = tokenizer.eos_token_id in ids
+            clipped += not stopped
+            stop = ids.index(tokenizer.eos_token_id) + 1 if stopped else len(ids)
+            lengths.append(stop)
+            completions.append(tokenizer.decode(ids[:stop], skip_special_tokens=True))
+    n = len(completions)
+    return {
+        "format": sum(format_reward(completions)) / n,
+        "correctness": sum(correctness_reward(completions, answer=golds)) / n,
+        "integer": sum(integer_reward(completions)) / n,
+        "completion_length": sum(lengths) / n,
+        "clipped": clipped / n,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m gdpo_trl.demo.warmstart PATH [--seed N] [--steps N] [--no-measure]``: how ``resolve_model`` builds it."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=None, help="override the recipe's SFT steps (for quick checks)")
+    parser.add_argument("--no-measure", dest="measure", action="store_false", help="skip measuring rewards")
+    args = parser.parse_args(argv)
+    recipe = Recipe() if args.steps is None else Recipe(steps=args.steps)
+    build_warmstart(args.path, args.seed, recipe, measure=args.measure)
+
+
+if __name__ == "__main__":
+    main()
