@@ -7,7 +7,7 @@ under 1000: the demo model is tiny and reads questions one character at a time, 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gdpo_trl.data.gsm8k import to_gdpo_example
@@ -21,9 +21,14 @@ GOODS = ("pens", "books", "cups", "toys", "hats", "kites")
 VEHICLES = ("car", "bus", "train", "bike", "boat")
 FRACTIONS = {2: "half", 3: "a third", 4: "a quarter", 5: "a fifth"}
 
-# A template returns (question, worked-solution lines, answer, operands); operands are the question's numbers
-# by name, so tests can recompute the answer without parsing English.
-Problem = tuple[str, list[str], int, dict[str, int]]
+# One arithmetic step of a solution: (left, operator, right, result), e.g. (3, "*", 4, 12).
+Equation = tuple[int, str, int, int]
+# A template returns (question, solution steps, answer, operands). Each step is a sentence with a "{}" where its
+# equation goes and the equation itself, so the solution text and its structured equations come from one source.
+# Operands are the question's numbers by name, so tests can recompute the answer without parsing English.
+Problem = tuple[str, list[tuple[str, Equation]], int, dict[str, int]]
+# How many times a template is redrawn to meet `max_operand` before giving up (see generate_problems).
+MAX_REDRAWS = 1000
 
 
 def _buy_items(rng: random.Random) -> Problem:
@@ -31,7 +36,12 @@ def _buy_items(rng: random.Random) -> Problem:
     count, price = rng.randint(2, 9), rng.randint(2, 20)
     total = count * price
     question = f"{name} buys {count} {item} at ${price} each. How many dollars does {name} spend?"
-    return question, [f"{name} spends {count} * {price} = {total} dollars."], total, {"count": count, "price": price}
+    return (
+        question,
+        [(f"{name} spends {{}} dollars.", (count, "*", price, total))],
+        total,
+        {"count": count, "price": price},
+    )
 
 
 def _share_equally(rng: random.Random) -> Problem:
@@ -42,7 +52,7 @@ def _share_equally(rng: random.Random) -> Problem:
         f"{name} has {total} {thing} and shares them equally among {friends} friends. "
         f"How many {thing} does each friend get?"
     )
-    lines = [f"Each friend gets {total} / {friends} = {each} {thing}."]
+    lines = [(f"Each friend gets {{}} {thing}.", (total, "/", friends, each))]
     return question, lines, each, {"total": total, "friends": friends}
 
 
@@ -51,7 +61,12 @@ def _speed_time(rng: random.Random) -> Problem:
     speed, hours = rng.randint(2, 12) * 5, rng.randint(2, 9)
     distance = speed * hours
     question = f"A {vehicle} goes {speed} miles per hour for {hours} hours. How many miles does it go?"
-    return question, [f"It goes {speed} * {hours} = {distance} miles."], distance, {"speed": speed, "hours": hours}
+    return (
+        question,
+        [("It goes {} miles.", (speed, "*", hours, distance))],
+        distance,
+        {"speed": speed, "hours": hours},
+    )
 
 
 def _add_remove(rng: random.Random) -> Problem:
@@ -63,7 +78,10 @@ def _add_remove(rng: random.Random) -> Problem:
         f"{name} has {start} {thing}, gets {gained} more, then gives away {lost}. "
         f"How many {thing} does {name} have now?"
     )
-    lines = [f"After getting more: {start} + {gained} = {middle}.", f"After giving away: {middle} - {lost} = {left}."]
+    lines = [
+        ("After getting more: {}.", (start, "+", gained, middle)),
+        ("After giving away: {}.", (middle, "-", lost, left)),
+    ]
     return question, lines, left, {"start": start, "gained": gained, "lost": lost}
 
 
@@ -76,7 +94,10 @@ def _multiply_groups(rng: random.Random) -> Problem:
         f"There are {boxes} boxes of {per_box} {thing}. {name} adds {extra} more {thing}. "
         f"How many {thing} are there in all?"
     )
-    lines = [f"The boxes hold {boxes} * {per_box} = {in_boxes} {thing}.", f"In all: {in_boxes} + {extra} = {total}."]
+    lines = [
+        (f"The boxes hold {{}} {thing}.", (boxes, "*", per_box, in_boxes)),
+        ("In all: {}.", (in_boxes, "+", extra, total)),
+    ]
     return question, lines, total, {"boxes": boxes, "per_box": per_box, "extra": extra}
 
 
@@ -87,7 +108,10 @@ def _leftover_after_spending(rng: random.Random) -> Problem:
     money = cost + rng.randint(0, 30)  # enough money to pay, so the change is never negative
     left = money - cost
     question = f"{name} has ${money} and buys {count} {item} at ${price} each. How many dollars does {name} have left?"
-    lines = [f"The {item} cost {count} * {price} = {cost} dollars.", f"{name} has {money} - {cost} = {left} left."]
+    lines = [
+        (f"The {item} cost {{}} dollars.", (count, "*", price, cost)),
+        (f"{name} has {{}} left.", (money, "-", cost, left)),
+    ]
     return question, lines, left, {"money": money, "count": count, "price": price}
 
 
@@ -101,7 +125,10 @@ def _fraction_given_away(rng: random.Random) -> Problem:
         f"{name} has {total} {thing} and gives {FRACTIONS[denominator]} of them to {friend}. "
         f"How many {thing} does {name} have left?"
     )
-    lines = [f"{name} gives away {total} / {denominator} = {part}.", f"{name} has {total} - {part} = {left} left."]
+    lines = [
+        (f"{name} gives away {{}}.", (total, "/", denominator, part)),
+        (f"{name} has {{}} left.", (total, "-", part, left)),
+    ]
     return question, lines, left, {"total": total, "denominator": denominator}
 
 
@@ -116,9 +143,9 @@ def _two_items_total(rng: random.Random) -> Problem:
         f"How many dollars does {name} spend?"
     )
     lines = [
-        f"The {item1} cost {count1} * {price1} = {cost1}.",
-        f"The {item2} cost {count2} * {price2} = {cost2}.",
-        f"In total: {cost1} + {cost2} = {total} dollars.",
+        (f"The {item1} cost {{}}.", (count1, "*", price1, cost1)),
+        (f"The {item2} cost {{}}.", (count2, "*", price2, cost2)),
+        ("In total: {} dollars.", (cost1, "+", cost2, total)),
     ]
     return question, lines, total, {"count1": count1, "price1": price1, "count2": count2, "price2": price2}
 
@@ -135,9 +162,9 @@ def _wage_then_spend(rng: random.Random) -> Problem:
         f"How many dollars are left?"
     )
     lines = [
-        f"Each day: {rate} * {hours} = {per_day} dollars.",
-        f"Earned: {per_day} * {days} = {earned} dollars.",
-        f"Left: {earned} - {spent} = {left} dollars.",
+        ("Each day: {} dollars.", (rate, "*", hours, per_day)),
+        ("Earned: {} dollars.", (per_day, "*", days, earned)),
+        ("Left: {} dollars.", (earned, "-", spent, left)),
     ]
     return question, lines, left, {"rate": rate, "hours": hours, "days": days, "spent": spent}
 
@@ -159,9 +186,9 @@ def _packs_keep_share(rng: random.Random) -> Problem:
         f"among {friends} friends. How many does each friend get?"
     )
     lines = [
-        f"{name} buys {packs} * {per_pack} = {total} {thing}.",
-        f"After keeping some: {total} - {kept} = {rest}.",
-        f"Each friend gets {rest} / {friends} = {each}.",
+        (f"{name} buys {{}} {thing}.", (packs, "*", per_pack, total)),
+        ("After keeping some: {}.", (total, "-", kept, rest)),
+        ("Each friend gets {}.", (rest, "/", friends, each)),
     ]
     return question, lines, each, {"packs": packs, "per_pack": per_pack, "kept": kept, "friends": friends}
 
@@ -181,29 +208,66 @@ TEMPLATES: dict[str, tuple[int, Callable[[random.Random], Problem]]] = {
 }
 
 
-def generate_problems(n: int, seed: int = 0, *, min_steps: int = 1, max_steps: int = 3) -> list[dict]:
+def show_equation(equation: Equation) -> str:
+    """``(3, "*", 4, 12)`` -> ``"3 * 4 = 12"``, as the worked solutions write it."""
+    left, op, right, result = equation
+    return f"{left} {op} {right} = {result}"
+
+
+def _draw(make: Callable[[random.Random], Problem], rng: random.Random, max_operand: int | None) -> Problem:
+    """One problem from ``make``, redrawn until every question number is at most ``max_operand`` (None: any)."""
+    for _ in range(MAX_REDRAWS):
+        problem = make(rng)
+        if max_operand is None or max(problem[3].values()) <= max_operand:
+            return problem
+    raise ValueError(f"{make.__name__.lstrip('_')} never drew numbers all <= max_operand={max_operand}")
+
+
+def generate_problems(
+    n: int,
+    seed: int = 0,
+    *,
+    min_steps: int = 1,
+    max_steps: int = 3,
+    templates: Sequence[str] | None = None,
+    max_operand: int | None = None,
+) -> list[dict]:
     """Return ``n`` GSM8K-shaped word problems, deterministic in ``seed``.
 
-    Each row has ``question``, ``answer`` (worked solution then ``#### N``, as in GSM8K), ``steps`` (arithmetic
-    operations needed, between ``min_steps`` and ``max_steps``), ``template`` (its name in :data:`TEMPLATES`)
-    and ``operands`` (the question's numbers by name). Answers are non-negative integers below 1000.
+    ``templates`` limits the draw to those names of :data:`TEMPLATES` (default: every template with between
+    ``min_steps`` and ``max_steps`` steps); ``max_operand`` redraws a problem until every number in its question is
+    at most that (the warm start uses ``templates=["buy_items"], max_operand=7``: products of two small factors).
+
+    Each row has ``question``, ``answer`` (worked solution then ``#### N``, as in GSM8K), ``equations`` (the
+    solution's steps as ``[left, operator, right, result]``), ``steps`` (their number), ``template`` (its name in
+    :data:`TEMPLATES`) and ``operands`` (the question's numbers by name). Answers are non-negative integers below
+    1000.
     """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     if not 1 <= min_steps <= max_steps <= 3:
         raise ValueError(f"need 1 <= min_steps <= max_steps <= 3, got min_steps={min_steps}, max_steps={max_steps}")
-    eligible = [name for name, (steps, _) in TEMPLATES.items() if min_steps <= steps <= max_steps]
+    if templates is not None:
+        unknown = sorted(set(templates) - set(TEMPLATES))
+        if unknown or not templates:
+            raise ValueError(f"unknown or no templates {unknown or list(templates)}; choose from {sorted(TEMPLATES)}")
+    eligible = [
+        name
+        for name, (steps, _) in TEMPLATES.items()
+        if (name in templates if templates is not None else min_steps <= steps <= max_steps)
+    ]
     rng = random.Random(seed)
     rows = []
     for _ in range(n):
         template = rng.choice(eligible)
         steps, make = TEMPLATES[template]
-        question, lines, answer, operands = make(rng)
-        solution = "\n".join(lines)
+        question, solution, answer, operands = _draw(make, rng, max_operand)
+        lines = [sentence.format(show_equation(equation)) for sentence, equation in solution]
         rows.append(
             {
                 "question": question,
-                "answer": f"{solution}\n#### {answer}",
+                "answer": "\n".join(lines) + f"\n#### {answer}",
+                "equations": [list(equation) for _, equation in solution],
                 "steps": steps,
                 "template": template,
                 "operands": operands,
@@ -216,13 +280,13 @@ def load_synthetic(n: int, seed: int = 0, **kw) -> datasets.Dataset:
     """Return ``n`` synthetic problems as a ``datasets.Dataset`` in the same shape as ``load_gsm8k``.
 
     Columns: ``prompt`` (conversational), ``answer`` (gold number as a string), ``steps`` and ``template``.
-    ``kw`` goes to :func:`generate_problems` (``min_steps``, ``max_steps``).
+    ``kw`` goes to :func:`generate_problems` (``min_steps``, ``max_steps``, ``templates``, ``max_operand``).
     """
     import datasets
 
     rows = generate_problems(n, seed, **kw)
     examples = [to_gdpo_example(row, index) for index, row in enumerate(rows)]
-    # `operands` is left out: its keys differ by template, which Arrow cannot store as one struct column.
+    # `operands` and `equations` are left out: their shapes differ by template, which Arrow cannot store as one column.
     return datasets.Dataset.from_dict(
         {
             "prompt": [example["prompt"] for example in examples],

@@ -22,7 +22,6 @@ import hashlib
 import itertools
 import json
 import random
-import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gdpo_trl.data.gsm8k import make_prompt
-from gdpo_trl.demo.synthetic import TEMPLATES, generate_problems
+from gdpo_trl.demo.synthetic import generate_problems
 from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
 
 if TYPE_CHECKING:
@@ -79,55 +78,38 @@ class Recipe:
     batch_size: int = 16
     learning_rate: float = 3e-3  # 5e-3 sometimes fails to learn copying numbers within the step budget
     templates: tuple[str, ...] = ("buy_items",)
-    max_factor: int = 7  # with factors up to 9 the copying often is not learned in time
+    max_factor: int = 7  # generate_problems' max_operand; with factors up to 9 copying is often not learned in time
     mix: TraceMix = field(default_factory=TraceMix)
 
 
 # One question in EVAL_BUCKETS (by content hash) is held out for measuring and never trained on: splitting by content
 # keeps train and eval prompts disjoint whatever seeds either side uses.
 EVAL_BUCKETS = 8
-_EQUATION_RE = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+)")
 
 
 def _is_eval_question(question: str) -> bool:
     return int(hashlib.sha1(question.encode()).hexdigest(), 16) % EVAL_BUCKETS == 0
 
 
-def _factors_within(row: dict, max_factor: int) -> bool:
-    """True when every product's factors (and every quotient and divisor) in ``row``'s solution are <= max_factor."""
-    for a, op, b, c in _EQUATION_RE.findall(row["answer"]):
-        small = {"*": (a, b), "/": (b, c)}.get(op, ())
-        if any(int(x) > max_factor for x in small):
-            return False
-    return True
-
-
 def warmstart_problems(n: int, seed: int = 0, *, split: str = "train", recipe: Recipe | None = None) -> list[dict]:
     """``n`` problems (rows of :func:`generate_problems`) of the recipe's kind, from its ``"train"`` or ``"eval"`` split.
 
-    ``generate_problems`` has no template or size options, so rows are drawn in rounds and filtered. Questions
-    repeat within a split (``buy_items`` with factors up to 7 has about 2,000 distinct ones) but never across splits.
+    Rows are drawn in rounds and kept by split. Questions repeat within a split (``buy_items`` with factors up to 7
+    has about 2,000 distinct ones) but never across splits.
     """
     if split not in ("train", "eval"):
         raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     recipe = recipe or Recipe()
-    steps = [TEMPLATES[name][0] for name in recipe.templates]
     rows = []
     for round_ in itertools.count():
-        batch = generate_problems(4096, seed=_round_seed(seed, round_), min_steps=min(steps), max_steps=max(steps))
-        rows += [
-            row
-            for row in batch
-            if row["template"] in recipe.templates
-            and _factors_within(row, recipe.max_factor)
-            and _is_eval_question(row["question"]) == (split == "eval")
-        ]
+        batch = generate_problems(
+            4096, seed=_round_seed(seed, round_), templates=recipe.templates, max_operand=recipe.max_factor
+        )
+        rows += [row for row in batch if _is_eval_question(row["question"]) == (split == "eval")]
         if len(rows) >= n:
             return rows[:n]
-        if not rows and round_ >= 16:  # e.g. templates whose numbers are never within max_factor
-            raise ValueError(f"no problems match templates={recipe.templates} and max_factor={recipe.max_factor}")
 
 
 def _round_seed(seed: int, round_: int) -> int:
@@ -137,12 +119,12 @@ def _round_seed(seed: int, round_: int) -> int:
 
 def reasoning(row: dict) -> str:
     """The worked solution of ``row`` as terse equations (``3*4=12, 12+5=17``): short traces for a char model."""
-    return ", ".join(f"{a}{op}{b}={c}" for a, op, b, c in _EQUATION_RE.findall(row["answer"]))
+    return ", ".join(f"{a}{op}{b}={c}" for a, op, b, c in row["equations"])
 
 
 def gold_answer(row: dict) -> int:
-    """The integer after ``####`` in the row's GSM8K-style solution."""
-    return int(row["answer"].rpartition("####")[2])
+    """The row's answer: the result of its last equation (every template ends on the answer)."""
+    return row["equations"][-1][3]
 
 
 def make_trace(row: dict, rng: random.Random, mix: TraceMix | None = None) -> tuple[str, dict]:

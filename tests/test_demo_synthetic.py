@@ -52,7 +52,7 @@ def test_deterministic_in_seed():
 def test_row_shape():
     assert generate_problems(0) == []
     for row in ROWS:
-        assert set(row) == {"question", "answer", "steps", "template", "operands"}
+        assert set(row) == {"question", "answer", "equations", "steps", "template", "operands"}
         solution, _, gold = row["answer"].partition("\n#### ")
         assert solution.strip()  # a worked solution comes before the marker
         assert "####" not in gold
@@ -135,3 +135,34 @@ def test_load_synthetic_shape():
         assert example["answer"] == _gold(row)
         assert example["steps"] == row["steps"] <= 2
         assert example["template"] == row["template"]
+
+
+def test_equations_are_the_solution_lines():
+    """The structured equations and the worked-solution text come from one source and agree."""
+    for row in ROWS:
+        lines = row["answer"].rsplit("\n####", 1)[0].split("\n")
+        assert len(row["equations"]) == len(lines) == row["steps"]
+        for (left, op, right, result), line in zip(row["equations"], lines, strict=True):
+            assert f"{left} {op} {right} = {result}" in line
+        assert str(row["equations"][-1][3]) == _gold(row)
+
+
+def test_template_and_operand_options():
+    rows = generate_problems(300, seed=2, templates=["buy_items", "add_remove"], max_operand=7)
+    assert {row["template"] for row in rows} == {"buy_items", "add_remove"}
+    assert max(max(row["operands"].values()) for row in rows) == 7  # the bound is reached, never passed
+    # Without the bound the same templates draw larger numbers (prices up to 20, counts up to 60).
+    assert max(max(row["operands"].values()) for row in generate_problems(300, 2, templates=["buy_items"])) > 7
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"templates": ["buy_item"]}, "unknown or no templates"),
+        ({"templates": []}, "unknown or no templates"),
+        ({"templates": ["speed_time"], "max_operand": 5}, "speed_time never drew"),  # speeds are multiples of 5 >= 10
+    ],
+)
+def test_bad_options(kw, message):
+    with pytest.raises(ValueError, match=message):
+        generate_problems(3, **kw)
