@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gdpo_trl.runs import load_runs, plot_runs, summary_table
+from gdpo_trl.plots import plot_runs
+from gdpo_trl.runs import load_runs, summary_table
 
 
 def build_parser() -> argparse.ArgumentParser:

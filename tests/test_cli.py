@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gdpo_trl.cli.train import find_resume_checkpoint, format_summary, main, parse_args, reward_summary
+from gdpo_trl.cli.train import find_resume_checkpoint, main, parse_args
+from gdpo_trl.runs import format_ends, reward_ends
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_RECIPE = str(ROOT / "recipes" / "cpu" / "gdpo" / "config.yaml")
@@ -73,7 +74,7 @@ def test_accelerate_launch_two_processes(tiny_model_path, tmp_path):
         "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port),
         "-m", "gdpo_trl.cli.train", "--config", CPU_RECIPE, "--max_steps", "2", "--output_dir", str(tmp_path / "run"),
     ]  # fmt: skip
-    # GDPO_TRL_CACHE (set by conftest) is inherited, so the ranks reuse the tiny model built for this session.
+    # The ranks find the tiny model in the same user cache (see conftest) that this process built it in.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
@@ -101,8 +102,7 @@ def test_unknown_yaml_key_is_named(tmp_path):
     assert "not_a_field" in str(error.value)
     assert "max_completion_length" in str(error.value)  # the nearest field is suggested
 
-    # Reported before the dataclasses are built: here GRPOConfig's default bf16=True would fail first on a CPU.
-    recipe.write_text("model_name_or_path: builtin:tiny\nuse_vlm: true\n")
+    recipe.write_text("model_name_or_path: builtin:tiny\nuse_cpu: true\nbf16: false\nuse_vlm: true\n")
     with pytest.raises(ValueError, match="'use_vlm' \\(did you mean use_vllm"):
         parse_args(["--config", str(recipe)])
 
@@ -176,23 +176,25 @@ def test_summary_table():
         {"rewards/format_reward/mean": 0.25, "reward": 1.0, "step": 2},
         {"train_runtime": 1.0, "step": 2},
     ]
-    rows, window = reward_summary(log_history, ["format_reward", "integer_reward"])
+    rows, window = reward_ends(log_history, ["format_reward", "integer_reward"])
     assert window == 1
     assert rows == [("rewards/format_reward/mean", 0.0, 0.25), ("reward", 0.5, 1.0)]  # integer_reward never logged
-    text = format_summary(rows, window, 2, 1, "outputs/x")
-    assert "rewards/format_reward/mean     0.000     0.250" in text
-    assert text.endswith("Model saved to outputs/x")
+    assert "rewards/format_reward/mean     0.000     0.250" in format_ends(rows, window)
 
 
 def test_summary_averages_the_ends_of_a_longer_run():
     log_history = [{"reward": float(step), "step": step} for step in range(1, 41)]
-    rows, window = reward_summary(log_history, [])
+    rows, window = reward_ends(log_history, [])
     assert window == 5 and rows == [("reward", 3.0, 38.0)]  # mean of 1..5 and of 36..40
-    assert "first 5    last 5" in format_summary(rows, window, 40, 1, "x")
+    assert "first 5    last 5" in format_ends(rows, window)
 
 
 def test_dataset_sources():
-    from gdpo_trl.cli.train import GDPOScriptArguments, load_dataset_for
+    from gdpo_trl.cli.train import GDPOScriptArguments, source_options
+    from gdpo_trl.data.sources import load_source
+
+    def load_dataset_for(args):
+        return load_source(args.dataset_name, **source_options(args))
 
     synthetic = load_dataset_for(GDPOScriptArguments(dataset_name="synthetic", synthetic_size=20, max_train_samples=5))
     assert len(synthetic) == 5 and {"prompt", "answer"} <= set(synthetic.column_names)

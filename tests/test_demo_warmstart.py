@@ -1,7 +1,7 @@
 """Tests for gdpo_trl.warmstart: the flawed-trace generator, the SFT data, and the built warm start's starting rewards.
 
-The warm start is built once per session (about a minute) by ``resolve_model("builtin:warmstart")`` into the
-session's GDPO_TRL_CACHE (see conftest), so other test modules asking for it reuse the same build.
+The warm start is built once per machine by ``resolve_model("builtin:warmstart")`` into the user's model cache (see
+conftest), so ``make demo``, these tests and other test modules asking for it share one build.
 """
 
 import json
@@ -129,7 +129,7 @@ def test_tokenizer_survives_autotokenizer(tmp_path):
 
 
 @pytest.fixture(scope="session")
-def warmstart_path(_model_cache):
+def warmstart_path(model_cache):
     start = time.perf_counter()
     path = resolve_model("builtin:warmstart")
     print(f"warm start built in {time.perf_counter() - start:.0f}s: {path}")
@@ -141,11 +141,9 @@ def test_resolve_builds_once_and_reuses_the_cache(warmstart_path):
 
     config = Path(warmstart_path) / "config.json"
     mtime = config.stat().st_mtime_ns
-    start = time.perf_counter()
     assert resolve_model("builtin:warmstart") == warmstart_path
     assert resolve_model("builtin:warmstart@0") == warmstart_path  # the same seed, spelled out
-    assert time.perf_counter() - start < 2  # no rebuild: a build takes about a minute
-    assert config.stat().st_mtime_ns == mtime
+    assert config.stat().st_mtime_ns == mtime  # not rebuilt
     assert not list(Path(warmstart_path).parent.glob("*.tmp*"))  # the temporary build folder was renamed away
     model = AutoModelForCausalLM.from_pretrained(warmstart_path)
     assert sum(p.numel() for p in model.parameters()) < 1_000_000
@@ -168,6 +166,6 @@ def test_same_seed_same_weights(tmp_path):
     paths = [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     for name in ("a", "b"):
-        command = [sys.executable, "-m", "gdpo_trl.warmstart", str(tmp_path / name), "--seed", "3", "--steps", "3"]
+        command = [sys.executable, "-m", "gdpo_trl.demo.warmstart", str(tmp_path / name), "--seed", "3", "--steps", "3"]
         subprocess.run([*command, "--no-measure"], env=env, check=True, capture_output=True)
     assert weights_checksum(tmp_path / "a") == weights_checksum(tmp_path / "b")

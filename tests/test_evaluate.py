@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.cli.evaluate import main
-from gdpo_trl.evaluate import (
+from gdpo_trl.eval import (
     EvaluationInputError,
     GenerationSettings,
     completion_length,

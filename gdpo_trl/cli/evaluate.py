@@ -1,4 +1,4 @@
-"""gdpo-eval: score a model, checkpoint or LoRA adapter on GSM8K with the training prompt and rewards.
+"""gdpo-eval: score a model, checkpoint or LoRA adapter with the training prompt and rewards (GSM8K by default).
 
 Examples:
   # a training output_dir or checkpoint-N folder (full model), greedy on the GSM8K test split
@@ -10,6 +10,9 @@ Examples:
   gdpo-eval --model Qwen/Qwen2.5-0.5B-Instruct --adapter outputs/Qwen2.5-0.5B-Instruct-lora-smoke
   # offline smoke test
   gdpo-eval --model builtin:tiny --dataset sample --limit 8 --max_new_tokens 32
+  # the CPU demo before and after training, on its held-out problems, sampled as in training
+  gdpo-eval --model builtin:warmstart --dataset warmstart --temperature 1 --n 8 --max_new_tokens 48
+  gdpo-eval --model outputs/cpu-gdpo --dataset warmstart --temperature 1 --n 8 --max_new_tokens 48
 
 Writes summary.json (metrics and settings) and completions.jsonl (every completion with its rewards) to
 --output_dir, by default <model or adapter folder>/eval-<dataset>-<split> for local weights, else
@@ -21,7 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gdpo_trl.evaluate import BACKENDS, DTYPES, EvaluationInputError, evaluate, format_summary
+from gdpo_trl.eval import BACKENDS, DEFAULT_REWARDS, DTYPES, EvaluationInputError, evaluate, format_summary
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,8 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--dataset",
         default="openai/gsm8k",
-        help="Hub id, .json/.jsonl/.parquet file with question and answer columns, 'sample' (shipped with the "
-        "package) or 'synthetic[@SEED]' (default: openai/gsm8k)",
+        help="a data source (gdpo_trl.data.sources): 'gsm8k', 'sample' (shipped with the package), 'synthetic' "
+        "(generated problems), 'warmstart' (the demo's held-out problems), a .json/.jsonl/.parquet file with "
+        "question and answer columns, or a Hub id (default: openai/gsm8k)",
+    )
+    parser.add_argument(
+        "--dataset_seed",
+        type=int,
+        help="generator seed of 'synthetic' and 'warmstart' (default: 1234 for any split but train, 0 for train)",
+    )
+    parser.add_argument(
+        "--rewards",
+        nargs="+",
+        default=list(DEFAULT_REWARDS),
+        help="reward functions to score with: registry names or dotted paths, as gdpo-train's reward_funcs "
+        f"(default: {' '.join(DEFAULT_REWARDS)})",
     )
     parser.add_argument("--split", default="test", help="dataset split (default: test; ignored for single files)")
     parser.add_argument("--limit", type=int, help="evaluate only the first N problems")

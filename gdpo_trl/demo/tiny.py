@@ -12,6 +12,7 @@ when ``beta > 0``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,6 +31,9 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+# Part of every cache key. Bump it with any code change that changes built weights without changing a recipe (the
+# tokenizer or model builder here, the traces or problem generator, the SFT loop): caches then rebuild.
+BUILD_VERSION = 2
 # Architectures by name: small enough to train a GRPO step in well under a second on one CPU core.
 ARCHITECTURES = {
     "tiny": dict(
@@ -119,12 +123,12 @@ def save_tiny_model(path: str | os.PathLike, architecture: str = "tiny", seed: i
     return path
 
 
-def _build_id(architecture: str, seed: int, *sources: Path) -> str:
-    # Key the cache on what determines the weights, plus the contents of the code that builds them (this file and
-    # any `sources`), so an edit there rebuilds. Not on the name as spelled: "tiny" and "tiny@0" are one model.
-    code = [Path(__file__).read_text(), *(source.read_text() for source in sources)]
-    recipe = json.dumps([architecture, seed, *code])
-    return hashlib.sha1(recipe.encode()).hexdigest()[:10]
+def _build_id(*recipe) -> str:
+    """A short key for a cache folder: a hash of the recipe (whatever determines the weights: architecture, seed,
+    SFT settings), the tokenizer's vocabulary and :data:`BUILD_VERSION`. Not the name as spelled ("tiny" and "tiny@0"
+    are one model), and not the code: editing a docstring must not cost every user a rebuild."""
+    vocabulary = [SPECIAL_TOKENS, TAGS, CHAT_TEMPLATE]
+    return hashlib.sha1(json.dumps([BUILD_VERSION, vocabulary, *recipe], default=str).encode()).hexdigest()[:10]
 
 
 def _cached_build(target: Path, build) -> Path:
@@ -174,28 +178,58 @@ def _build_lock(path: Path):
 _LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
-def _run_isolated(args: list[str], what: str) -> None:
-    """Run ``python ARGS`` in a child process without the launcher's variables (see the callers for why)."""
+def _run_isolated(args: list[str], what: str, *, show_output: bool = False) -> None:
+    """Run ``python ARGS`` in a child process without the launcher's variables (see the callers for why).
+
+    With ``show_output`` the child's output (a progress bar) goes to this process's stderr as it comes; either way
+    the end of it is in the error raised when the child fails.
+    """
     import subprocess
     import sys
+    from collections import deque
 
     env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARS and not k.startswith("ACCELERATE_")}
     # Make this copy of the package importable in the child even when it is not installed.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[2]), env.get("PYTHONPATH")]))
     command = [sys.executable, *args]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"Building {what} failed ({' '.join(command)}):\n{result.stderr[-4000:]}")
+    tail: deque[bytes] = deque(maxlen=64)
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as child:
+        while chunk := child.stdout.read1(4096):
+            tail.append(chunk)
+            if show_output:
+                sys.stderr.buffer.write(chunk)
+                sys.stderr.flush()
+    if child.returncode != 0:
+        output = b"".join(tail).decode(errors="replace")[-4000:]
+        raise RuntimeError(f"Building {what} failed ({' '.join(command)}):\n{output}")
 
 
 def _build_warmstart_isolated(path: Path, seed: int) -> None:
-    """Build the warm start in a child process (``python -m gdpo_trl.demo.warmstart``).
+    """Build the warm start in a child process (``python -m gdpo_trl.demo.warmstart``), showing its progress.
 
     Why not in this process: SFT training creates accelerate's process-wide state (``use_cpu=True``), which would stick
     to a later GRPO/GDPO trainer in the same process, and under a multi-process launcher (``RANK``/``WORLD_SIZE`` set)
-    it would wait for the other ranks to join a training they are not running. The child gets neither.
+    it would wait for the other ranks to join a training they are not running. The child gets neither. It uses as
+    many torch threads as this process (e.g. the recipe's ``cpu_threads``).
     """
-    _run_isolated(["-m", "gdpo_trl.demo.warmstart", str(path), "--seed", str(seed)], "the warm start")
+    import sys
+
+    import torch
+
+    threads = torch.get_num_threads()
+    records = [json.loads(p.read_text()) for p in cache_dir().glob("*/warmstart.json")]
+    previous = [record["build_seconds"] for record in records if "build_seconds" in record]
+    estimate = (
+        f"the last build here took {max(previous):.0f} s" if previous else "a progress bar with time left follows"
+    )
+    print(
+        f"Building builtin:warmstart@{seed} once for this machine ({threads} torch thread(s); {estimate}): SFT, then "
+        f"measuring its starting rewards. Later runs and the tests reuse it from {path.parent}.",
+        file=sys.stderr,
+        flush=True,
+    )
+    args = ["-m", "gdpo_trl.demo.warmstart", str(path), "--seed", str(seed), "--threads", str(threads)]
+    _run_isolated(args, "the warm start", show_output=True)
 
 
 def _build_tiny(path: Path, architecture: str, seed: int) -> None:
@@ -207,7 +241,9 @@ def _build_tiny(path: Path, architecture: str, seed: int) -> None:
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
-        code = f"from gdpo_trl.demo.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
+        code = (
+            f"from gdpo_trl.demo.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
+        )
         _run_isolated(["-c", code], f"builtin:{architecture}")
     else:
         save_tiny_model(path, architecture, seed)
@@ -230,8 +266,11 @@ def resolve_model(name_or_path: str) -> str:
         raise ValueError(f"Unknown built-in model {name_or_path!r}: use one of {choices}, optionally with '@<seed>'.")
     seed = int(seed or 0)
     if architecture == WARMSTART:
-        build_id = _build_id(architecture, seed, Path(__file__).with_name("warmstart.py"))
+        from gdpo_trl.demo import warmstart
+
+        recipe = warmstart.Recipe()
+        build_id = _build_id(WARMSTART, dataclasses.asdict(recipe), ARCHITECTURES[recipe.architecture], seed)
         target = cache_dir() / f"{WARMSTART}-seed{seed}-{build_id}"
         return str(_cached_build(target, lambda tmp: _build_warmstart_isolated(tmp, seed)))
-    target = cache_dir() / f"{architecture}-seed{seed}-{_build_id(architecture, seed)}"
+    target = cache_dir() / f"{architecture}-seed{seed}-{_build_id(ARCHITECTURES[architecture], seed)}"
     return str(_cached_build(target, lambda tmp: _build_tiny(tmp, architecture, seed)))

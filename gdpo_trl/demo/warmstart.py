@@ -22,15 +22,24 @@ import hashlib
 import itertools
 import json
 import random
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gdpo_trl.console import quiet_known_warnings
 from gdpo_trl.data.gsm8k import make_prompt
 from gdpo_trl.demo.synthetic import generate_problems
-from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
+from gdpo_trl.demo.traces import (  # noqa: F401  (re-exported: part of this module's interface)
+    FORMAT_BREAKS,
+    NON_INTEGER_STYLES,
+    TraceMix,
+    gold_answer,
+    make_trace,
+    reasoning,
+)
 
 if TYPE_CHECKING:
     import datasets
@@ -45,29 +54,6 @@ __all__ = [
     "warmstart_problems",
 ]
 
-# The ways a trace's format is broken, drawn equally often among broken traces. Only the last one loses the answer
-# block, so only it also costs the correctness and integer rewards.
-FORMAT_BREAKS = ("no_close_think", "no_think_tags", "text_after_answer", "no_answer_tags")
-# The ways an answer is written as a non-integer. Both still count as correct (``12.0 == 12``, ``$12 == 12``), so
-# the integer reward varies on its own rather than tracking correctness.
-NON_INTEGER_STYLES = ("decimal", "dollar")
-WRONG_OFFSETS = (-3, -2, -1, 1, 2, 3)
-
-
-@dataclass(frozen=True)
-class TraceMix:
-    """How often each imperfection is mixed into the SFT traces, each drawn independently per trace.
-
-    A model that imitates this mix scores about ``1 - broken_format`` on format,
-    ``(1 - broken_format / 4) * (1 - non_integer)`` on integer and ``(1 - broken_format / 4) * (1 - wrong_answer)``
-    times its arithmetic accuracy on correctness: all near 0.5, leaving room for RL on each. Independent draws give
-    groups of samples with varied reward combinations, which is what GDPO's per-reward normalisation works on.
-    """
-
-    broken_format: float = 0.5
-    wrong_answer: float = 0.25  # the answer (not the reasoning) off by 1 to 3, like a careless copy
-    non_integer: float = 0.45
-
 
 @dataclass(frozen=True)
 class Recipe:
@@ -75,6 +61,8 @@ class Recipe:
 
     architecture: str = "mini"
     steps: int = 500
+    lr_scheduler_type: str = "cosine"
+    warmup_steps: int = 25
     batch_size: int = 16
     learning_rate: float = 3e-3  # 5e-3 sometimes fails to learn copying numbers within the step budget
     templates: tuple[str, ...] = ("buy_items",)
@@ -115,42 +103,6 @@ def warmstart_problems(n: int, seed: int = 0, *, split: str = "train", recipe: R
 def _round_seed(seed: int, round_: int) -> int:
     # Distinct, stable generator seeds per (seed, round), so seed 1's first round is not seed 0's second.
     return int(hashlib.sha1(f"warmstart:{seed}:{round_}".encode()).hexdigest()[:12], 16)
-
-
-def reasoning(row: dict) -> str:
-    """The worked solution of ``row`` as terse equations (``3*4=12, 12+5=17``): short traces for a char model."""
-    return ", ".join(f"{a}{op}{b}={c}" for a, op, b, c in row["equations"])
-
-
-def gold_answer(row: dict) -> int:
-    """The row's answer: the result of its last equation (every template ends on the answer)."""
-    return row["equations"][-1][3]
-
-
-def make_trace(row: dict, rng: random.Random, mix: TraceMix | None = None) -> tuple[str, dict]:
-    """Return a completion for ``row`` with imperfections drawn from ``mix``, and which ones were drawn.
-
-    The second item is ``{"format": <a FORMAT_BREAKS entry or None>, "wrong": bool, "style": <a NON_INTEGER_STYLES
-    entry or None>}``. Deterministic in ``rng``'s state.
-    """
-    mix = mix or TraceMix()
-    kind = rng.choice(FORMAT_BREAKS) if rng.random() < mix.broken_format else None
-    wrong = rng.random() < mix.wrong_answer
-    style = rng.choice(NON_INTEGER_STYLES) if rng.random() < mix.non_integer else None
-    value = gold_answer(row)
-    if wrong:
-        offset = rng.choice(WRONG_OFFSETS)
-        value = value + offset if value + offset >= 0 else value - offset  # never negative, never the gold answer
-    answer = {"decimal": f"{value}.0", "dollar": f"${value}", None: str(value)}[style]
-    think = reasoning(row)
-    text = {
-        None: f"<think>{think}</think>\n<answer>{answer}</answer>",
-        "no_close_think": f"<think>{think}\n<answer>{answer}</answer>",
-        "no_think_tags": f"{think}\n<answer>{answer}</answer>",
-        "text_after_answer": f"<think>{think}</think>\n<answer>{answer}</answer>\nDone.",
-        "no_answer_tags": f"<think>{think}</think>\nThe answer is {answer}.",
-    }[kind]
-    return text, {"format": kind, "wrong": wrong, "style": style}
 
 
 def sft_dataset(n: int, seed: int = 0, recipe: Recipe | None = None) -> datasets.Dataset:
@@ -197,8 +149,8 @@ def _sft_config(output_dir: str, seed: int, recipe: Recipe):
         max_steps=recipe.steps,
         per_device_train_batch_size=recipe.batch_size,
         learning_rate=recipe.learning_rate,
-        lr_scheduler_type="cosine",
-        warmup_steps=max(1, recipe.steps // 20),
+        lr_scheduler_type=recipe.lr_scheduler_type,
+        warmup_steps=recipe.warmup_steps,
         weight_decay=0.0,
         seed=seed,
         data_seed=seed,
@@ -208,8 +160,8 @@ def _sft_config(output_dir: str, seed: int, recipe: Recipe):
         gradient_checkpointing=False,  # SFTConfig turns it on by default; a model this small only pays its recompute
         report_to="none",
         save_strategy="no",
-        logging_steps=max(1, recipe.steps // 10),
-        disable_tqdm=True,
+        logging_strategy="no",  # the progress bar alone: loss lines would tangle with it
+        disable_tqdm=False,
     )
 
 
@@ -252,7 +204,7 @@ def build_warmstart(path: str | Path, seed: int = 0, recipe: Recipe | None = Non
         "build_seconds": round(time.perf_counter() - start, 1),
     }
     if measure:
-        record["starting_rewards"] = measure_rewards(path, seed=seed, recipe=recipe)
+        record["starting_rewards"] = measure_rewards(path, seed=seed, recipe=recipe, progress=True)
         record["measured_with"] = {"num_prompts": 64, "num_samples": 4, "temperature": 1.0, "split": "eval"}
     (path / "warmstart.json").write_text(json.dumps(record, indent=2) + "\n")
     return path
@@ -285,53 +237,31 @@ def measure_rewards(
     max_new_tokens: int = 96,
     *,
     recipe: Recipe | None = None,
-    batch_size: int = 64,
+    batch_size: int = 16,
+    progress: bool = False,
 ) -> dict[str, float]:
     """Sample ``num_samples`` completions for each of ``num_prompts`` held-out problems and average the rewards.
 
     Sampling is GRPO's default (temperature 1.0, no top-k or top-p), so the numbers are what RL starts from; the
-    problems come from the eval split of ``recipe`` (default :class:`Recipe`), disjoint from the SFT problems. Returns
-    the mean ``format``, ``correctness`` and ``integer`` rewards, the mean ``completion_length`` in tokens (the closing
-    ``<|im_end|>`` included) and ``clipped``, the fraction that hit ``max_new_tokens`` without stopping.
+    problems come from the eval split of ``recipe`` (default :class:`Recipe`), disjoint from the SFT problems. Runs
+    ``gdpo-eval``'s generate-and-score loop. Returns the mean ``format``, ``correctness`` and ``integer`` rewards, the
+    mean ``completion_length`` in tokens (the closing ``<|im_end|>`` included) and ``clipped``, the fraction that hit
+    ``max_new_tokens`` without stopping.
     """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from gdpo_trl.eval import GenerationSettings, generate_and_score, resolve_model_spec
 
-    # Loaded the way TRL loads a model path, so the measurement sees what RL will.
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
-    tokenizer.padding_side = "left"  # so every prompt ends where generation starts
-    model = AutoModelForCausalLM.from_pretrained(model_path).eval()
-    rows = warmstart_problems(num_prompts, seed, split="eval", recipe=recipe)
-    chat = [make_prompt(row["question"]) for row in rows for _ in range(num_samples)]
-    golds = [str(gold_answer(row)) for row in rows for _ in range(num_samples)]
-    prompts = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
-    torch.manual_seed(seed)
-    completions, lengths, clipped = [], [], 0
-    for i in range(0, len(prompts), batch_size):
-        batch = tokenizer(prompts[i : i + batch_size], return_tensors="pt", padding=True)
-        with torch.no_grad():
-            output = model.generate(
-                **batch,
-                do_sample=True,
-                temperature=temperature,
-                top_k=0,
-                top_p=1.0,
-                max_new_tokens=max_new_tokens,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-        for ids in output[:, batch["input_ids"].shape[1] :].tolist():
-            stopped = tokenizer.eos_token_id in ids
-            clipped += not stopped
-            stop = ids.index(tokenizer.eos_token_id) + 1 if stopped else len(ids)
-            lengths.append(stop)
-            completions.append(tokenizer.decode(ids[:stop], skip_special_tokens=True))
-    n = len(completions)
+    problems = load_warmstart_dataset(num_prompts, seed, split="eval", recipe=recipe)
+    settings = GenerationSettings(num_samples, temperature, 1.0, max_new_tokens, batch_size, seed)
+    spec = resolve_model_spec(str(model_path))
+    _, metrics, _ = generate_and_score(
+        spec, problems, settings, ("format", "correctness", "integer"), progress=progress
+    )
     return {
-        "format": sum(format_reward(completions)) / n,
-        "correctness": sum(correctness_reward(completions, answer=golds)) / n,
-        "integer": sum(integer_reward(completions)) / n,
-        "completion_length": sum(lengths) / n,
-        "clipped": clipped / n,
+        "format": metrics["format_rate"],
+        "correctness": metrics["pass@1"],
+        "integer": metrics["integer_rate"],
+        "completion_length": metrics["mean_completion_tokens"],
+        "clipped": metrics["truncated_fraction"],
     }
 
 
@@ -342,7 +272,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=None, help="override the recipe's SFT steps (for quick checks)")
     parser.add_argument("--no-measure", dest="measure", action="store_false", help="skip measuring rewards")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     args = parser.parse_args(argv)
+    print("warm start: loading TRL (about 10 s), then a progress bar per stage", file=sys.stderr, flush=True)
+    quiet_known_warnings()
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
     recipe = Recipe() if args.steps is None else Recipe(steps=args.steps)
     build_warmstart(args.path, args.seed, recipe, measure=args.measure)
 

@@ -1,0 +1,84 @@
+"""What a training run prints: logging set-up, known library noise silenced, and a compact line per logged step.
+
+Transformers' progress bar prints every logged step as a Python dict (about 40 keys for GDPO) into the bar;
+:class:`CompactProgress` prints the few numbers a person watches instead, while ``report_to`` trackers and
+``trainer_state.json`` still get every metric.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import warnings
+
+# Warnings raised inside libraries about their own internals, which a user of gdpo-trl cannot act on.
+KNOWN_NOISE = (
+    # TRL 1.16 sets `gradient_checkpointing`, which transformers 5 renamed to `activation_checkpointing`.
+    (FutureWarning, r"`(is_)?gradient_checkpointing.*` is deprecated"),
+)
+# Completions printed per logged step when `log_completions` is on and no `num_completions_to_print` is set: TRL
+# prints the whole batch otherwise (hundreds of rows per step).
+DEFAULT_COMPLETIONS_TO_PRINT = 4
+
+
+def quiet_known_warnings() -> None:
+    """Silence :data:`KNOWN_NOISE` (and only that)."""
+    for category, message in KNOWN_NOISE:
+        warnings.filterwarnings("ignore", message=message, category=category)
+
+
+def setup_logging(level: int) -> None:
+    """Log to stdout at ``level`` (the Trainer's level for this process: quieter on non-main ranks)."""
+    import datasets
+    import transformers
+
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+        datefmt="%Y-%m-%d %H:%M:%S",
+        handlers=[logging.StreamHandler(sys.stdout)],
+    )
+    logging.getLogger("gdpo_trl").setLevel(level)
+    datasets.utils.logging.set_verbosity(level)
+    transformers.utils.logging.set_verbosity(level)
+
+
+def bound_completions_logging(args) -> None:
+    """With ``log_completions`` on and no ``num_completions_to_print``, print :data:`DEFAULT_COMPLETIONS_TO_PRINT`."""
+    if getattr(args, "log_completions", False) and args.num_completions_to_print is None:
+        args.num_completions_to_print = DEFAULT_COMPLETIONS_TO_PRINT
+
+
+_REWARD = re.compile(r"rewards/(.+?)(?:_reward)?/mean")
+
+
+def compact_line(logs: dict, step: int, max_steps: int) -> str | None:
+    """One line for a Trainer log entry: step, each reward's mean, the total, completion length and loss; or None for
+    an entry without a reward (e.g. the final runtime summary, which the Trainer prints itself)."""
+    rewards = [(m.group(1), value) for key, value in logs.items() if (m := _REWARD.fullmatch(key))]
+    if not rewards:
+        return None
+    parts = [f"step {step}/{max_steps}", " ".join(f"{name} {value:.2f}" for name, value in rewards)]
+    for key, label, spec in (
+        ("reward", "total", ".2f"),
+        ("completions/mean_length", "len", ".1f"),
+        ("loss", "loss", ".4f"),
+    ):
+        if key in logs:
+            parts.append(f"{label} {logs[key]:{spec}}")
+    return " | ".join(parts)
+
+
+def use_compact_progress(trainer) -> None:
+    """Replace the Trainer's progress bar by one that prints :func:`compact_line` above the bar."""
+    from transformers.trainer_callback import ProgressCallback
+
+    class CompactProgress(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and self.training_bar is not None and logs:
+                line = compact_line(logs, state.global_step, state.max_steps)
+                if line is not None:
+                    self.training_bar.write(line)
+
+    if trainer.pop_callback(ProgressCallback) is not None:  # absent with disable_tqdm: then print nothing extra
+        trainer.add_callback(CompactProgress)

@@ -1,0 +1,118 @@
+"""The whole evaluation: load the problems and the model, generate, score, summarize, write.
+
+:func:`generate_and_score` is the one generate-decode-score loop of the package: ``gdpo-eval`` and the warm start's
+measurement of its starting rewards (:func:`gdpo_trl.demo.warmstart.measure_rewards`) both run it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from gdpo_trl.eval.backends import choose_backend, generate_transformers, generate_vllm
+from gdpo_trl.eval.loading import DTYPES, ModelSpec, load_transformers_model, resolve_model_spec
+from gdpo_trl.eval.report import default_output_dir, write_outputs
+from gdpo_trl.eval.scoring import DEFAULT_REWARDS, reward_funcs, score_problem, summarize
+from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
+
+
+def load_problems(dataset: str, split: str, limit: int | None = None, seed: int | None = None):
+    """Problems from the data-source registry (:func:`gdpo_trl.data.sources.load_source`) as ``prompt``/``answer``
+    rows; loader errors (missing file or column, unreachable Hub) become :class:`EvaluationInputError`."""
+    from gdpo_trl.data.sources import GENERATED, load_source
+
+    if limit is not None and limit < 1:
+        raise EvaluationInputError(f"limit must be >= 1, got {limit}")
+    # Generated sources default to a few hundred problems for evaluation, not a training set's thousand.
+    size = limit if limit is not None or dataset not in GENERATED else 200
+    try:
+        return load_source(dataset, split=split, size=size, seed=seed)
+    except (OSError, ValueError) as err:  # OSError covers FileNotFoundError and an unreachable Hub
+        raise EvaluationInputError(f"cannot load dataset {dataset!r}: {err}") from err
+
+
+def generate_and_score(
+    spec: ModelSpec,
+    problems,
+    settings: GenerationSettings,
+    rewards: Sequence[str] = DEFAULT_REWARDS,
+    *,
+    backend: str = "transformers",
+    dtype: str = "auto",
+    progress: bool = True,
+) -> tuple[list[dict], dict, dict]:
+    """Generate ``settings.n`` completions for each problem and score them with the registry's ``rewards``.
+
+    Returns ``(rows, metrics, run)``: one ``completions.jsonl`` row per problem, :func:`summarize`'s metrics, and
+    ``{"device", "generation_time_s"}``.
+    """
+    funcs = reward_funcs(rewards)  # before generating: an unknown reward name fails at once
+    start = time.perf_counter()
+    if backend == "vllm":
+        completions, device = generate_vllm(spec, problems["prompt"], settings, dtype), "cuda"
+    else:
+        model, tokenizer = load_transformers_model(spec, dtype)
+        completions = generate_transformers(model, tokenizer, problems["prompt"], settings, progress)
+        device = str(model.device)
+    generation_time = time.perf_counter() - start
+    rows = [
+        score_problem(i, prompt, answer, group, funcs)
+        for i, (prompt, answer, group) in enumerate(
+            zip(problems["prompt"], problems["answer"], completions, strict=True)
+        )
+    ]
+    return rows, summarize(rows), {"device": device, "generation_time_s": generation_time}
+
+
+def evaluate(
+    model: str,
+    *,
+    adapter: str | None = None,
+    dataset: str = "openai/gsm8k",
+    split: str = "test",
+    limit: int | None = None,
+    dataset_seed: int | None = None,
+    rewards: Sequence[str] = DEFAULT_REWARDS,
+    n: int = 1,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_new_tokens: int = 1024,
+    batch_size: int = 16,
+    backend: str = "auto",
+    seed: int = 0,
+    output_dir: str | os.PathLike | None = None,
+    dtype: str = "auto",
+    progress: bool = True,
+) -> dict:
+    """Evaluate ``model`` (and ``adapter``) on ``dataset`` and return the summary that is written to
+    ``output_dir/summary.json``; ``completions.jsonl`` beside it holds every completion with its rewards.
+
+    Arguments mirror ``gdpo-eval`` (see :mod:`gdpo_trl.cli.evaluate`). Raises :class:`EvaluationInputError` for a
+    bad setting, model, adapter, dataset or reward name, before any generation starts.
+    """
+    start = time.perf_counter()
+    settings = GenerationSettings(n, temperature, top_p, max_new_tokens, batch_size, seed)
+    if dtype not in DTYPES:
+        raise EvaluationInputError(f"unknown dtype {dtype!r}; choose one of {list(DTYPES)}")
+    backend = choose_backend(backend)
+    spec = resolve_model_spec(model, adapter)
+    problems = load_problems(dataset, split, limit, dataset_seed)  # before the model: a bad dataset fails in a second
+    rows, metrics, run = generate_and_score(
+        spec, problems, settings, rewards, backend=backend, dtype=dtype, progress=progress
+    )
+    out = Path(output_dir) if output_dir is not None else default_output_dir(spec, dataset, split, settings, limit)
+    summary = {
+        "metrics": metrics,
+        "generation": {**asdict(settings), "backend": backend, "dtype": dtype, "device": run["device"]},
+        "model": {"model": spec.name, "base_model": spec.base, "adapter": spec.adapter, "tokenizer": spec.tokenizer},
+        "data": {"dataset": dataset, "split": split, "limit": limit, "seed": dataset_seed},
+        "rewards": list(rewards),
+        "wall_time_s": time.perf_counter() - start,
+        "generation_time_s": run["generation_time_s"],
+        "output_dir": str(out),
+    }
+    write_outputs(out, summary, rows)
+    return summary
