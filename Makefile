@@ -1,11 +1,13 @@
-# Quick start: `make demo` trains GDPO on CPU, offline; `make test` runs the test suite.
+# Quick start: `make demo` trains GDPO on CPU, offline; `make test` runs the test suite (and reuses the warm start
+# `make demo` built, from ~/.cache/gdpo_trl). After either, `source .venv/bin/activate` puts gdpo-train, gdpo-eval,
+# gdpo-plot, gdpo-compare and accelerate on the PATH; `make eval-demo` scores the demo before and after training.
 # Both create .venv on first use. torch is pinned to 2.13.0 first so pip takes the local CPU wheel where one is
 # configured (and never a newer CUDA build pulled in by a loose range).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo eval-demo test test-fast lint bench clean
 
 install: $(VENV)/.installed
 
@@ -18,10 +20,20 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
+	@echo "gdpo-train --config recipes/cpu/gdpo/config.yaml (the first run also builds the warm start; progress follows)"
 	HF_HUB_OFFLINE=1 $(BIN)/gdpo-train --config recipes/cpu/gdpo/config.yaml
+
+# The demo's held-out problems, sampled as in training (temperature 1, 8 samples, 48 tokens): before, then after.
+EVAL_DEMO := --dataset warmstart --limit 100 --temperature 1 --n 8 --max_new_tokens 48 --batch_size 25
+eval-demo: install
+	HF_HUB_OFFLINE=1 $(BIN)/gdpo-eval --model builtin:warmstart $(EVAL_DEMO) --output_dir outputs/cpu-gdpo-before
+	HF_HUB_OFFLINE=1 $(BIN)/gdpo-eval --model outputs/cpu-gdpo $(EVAL_DEMO) --output_dir outputs/cpu-gdpo-after
 
 test: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+test-fast: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow"
 
 lint: install
 	$(BIN)/ruff check gdpo_trl tests scripts

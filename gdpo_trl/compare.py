@@ -2,7 +2,7 @@
 
 Each (method, seed) run is an ordinary ``GDPOTrainer`` run whose config differs in the aggregation fields only, so
 an A/B differs in one config field, as in the paper. Results are read back from each run's ``trainer_state.json``
-with :mod:`gdpo_trl.runs`, so ``scripts/plot_runs.py`` can also draw any of them.
+with :mod:`gdpo_trl.runs`, so ``gdpo-plot`` can also draw any of them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from gdpo_trl.runs import Run, curve_stats, load_run, reward_key, smooth
 
 # Method name -> the config fields that make it. Everything else is shared.
-METHODS = {
+METHOD_FIELDS = {
     "grpo": dict(multi_objective_aggregation="sum_then_normalize", scale_rewards="group"),
     "grpo_no_std": dict(multi_objective_aggregation="sum_then_normalize", scale_rewards="none"),
     "gdpo": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group"),

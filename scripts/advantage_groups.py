@@ -16,14 +16,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # headless: only ever writes a file
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
 
-try:
-    from gdpo_trl.analysis import METHODS, advantage_group_count
-except ImportError:  # run from a checkout without installing the package
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from gdpo_trl.analysis import METHODS, advantage_group_count
+from gdpo_trl.analysis import METHODS, advantage_group_count
 
 LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo": "GDPO"}
 FIXED_REWARDS = 2  # K in the sweep over completions

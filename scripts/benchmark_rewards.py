@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
-from pathlib import Path
 
 # Lets the script run from a checkout without installing the package.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from gdpo_trl.rewards import correctness_reward, format_reward, integer_reward
 
 TARGET = 100_000  # completions per second per reward

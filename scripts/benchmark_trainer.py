@@ -10,22 +10,19 @@ is dropped, and the ratio of medians is printed. Target: GDPOTrainer / GRPOTrain
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-from transformers import TrainerCallback  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+import torch
+from transformers import TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
 
-from gdpo_trl import GDPOConfig, GDPOTrainer  # noqa: E402
-from gdpo_trl.data import load_gsm8k  # noqa: E402
-from gdpo_trl.demo.tiny import resolve_model  # noqa: E402
-from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward  # noqa: E402
+from gdpo_trl import GDPOConfig, GDPOTrainer
+from gdpo_trl.data import load_gsm8k
+from gdpo_trl.demo.tiny import resolve_model
+from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
 
 
 class StepTimer(TrainerCallback):

@@ -60,6 +60,7 @@ def test_cpu_recipe_trains_and_saves(tiny_model_path, tmp_path, capsys):
     assert f"Model saved to {tmp_path / 'run'}" in out
 
 
+@pytest.mark.slow
 def test_accelerate_launch_two_processes(tiny_model_path, tmp_path):
     """Two CPU processes through `accelerate launch` (torchrun underneath, gloo backend).
 
@@ -115,6 +116,7 @@ def test_unknown_flag_is_named():
         parse_args(["--config", CPU_RECIPE, "--max_step", "1"])
 
 
+@pytest.mark.slow
 def test_resume_continues_from_the_last_checkpoint(tiny_model_path, tmp_path):
     """A run interrupted after checkpoint-1 resumes there and ends as an uninterrupted run would."""
     run = tmp_path / "run"
@@ -205,6 +207,7 @@ def test_dataset_sources():
 CPU_RECIPES = sorted((ROOT / "recipes" / "cpu").glob("*/config.yaml"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recipe", CPU_RECIPES, ids=[p.parent.name for p in CPU_RECIPES])
 def test_every_cpu_recipe_trains_two_steps(recipe, tmp_path):
     """Each ablation and feature recipe (GRPO, GRPO w/o std, GDPO w/o batch norm, conditioned length, ...) runs."""
@@ -214,9 +217,11 @@ def test_every_cpu_recipe_trains_two_steps(recipe, tmp_path):
     assert all("advantages/distinct_per_group" in e for e in state["log_history"] if "loss" in e)
 
 
+@pytest.mark.slow
 def test_plot_runs_on_two_real_runs_matches_their_logs(tmp_path):
     """Two short CPU runs (GDPO and GRPO) through plot_runs: a PNG, and a table whose numbers are the logged ones."""
-    from gdpo_trl.runs import curve_stats, load_runs, plot_runs, summary_table
+    from gdpo_trl.plots import plot_runs
+    from gdpo_trl.runs import curve_stats, load_runs, summary_table
 
     for name, aggregation in (("gdpo", "normalize_then_sum"), ("grpo", "sum_then_normalize")):
         main(["--config", CPU_RECIPE, "--max_steps", "3", "--output_dir", str(tmp_path / name),

@@ -1,14 +1,10 @@
 """The method comparison: its pure helpers on hand values, and a 3-step smoke run that writes table and plot."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from gdpo_trl.compare import MethodCurves, collect, comparison_table, steps_to_reach
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_steps_to_reach():
@@ -44,12 +40,10 @@ def test_collect_aligns_runs_on_common_steps(tmp_path):
     assert curves.values["rewards/format_reward/mean"] == [[0.1, 0.2], [1.1, 1.2]]
 
 
+@pytest.mark.slow
 def test_three_step_comparison_writes_table_and_plot(tmp_path):
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import compare_methods
-    finally:
-        sys.path.pop(0)
+    from gdpo_trl.cli import compare as compare_methods
+
     out = tmp_path / "compare"
     compare_methods.main(["--steps", "3", "--seeds", "0", "1", "--methods", "grpo", "gdpo", "--out-dir", str(out)])
     table = (out / "comparison.md").read_text()
@@ -59,14 +53,14 @@ def test_three_step_comparison_writes_table_and_plot(tmp_path):
     assert "2 seeds [0, 1]; 3 steps" in table
     png = (out / "comparison.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
-    # Each run left its own trainer_state.json, readable by scripts/plot_runs.py.
+    # Each run left its own trainer_state.json, readable by gdpo-plot.
     assert (out / "gdpo-seed1" / "trainer_state.json").is_file()
 
 
 @pytest.mark.parametrize("method", ["grpo", "grpo_no_std", "gdpo", "gdpo_no_bn"])
 def test_methods_differ_in_aggregation_fields_only(method, tmp_path):
     from gdpo_trl import GDPOConfig
-    from gdpo_trl.compare import METHODS
+    from gdpo_trl.compare import METHOD_FIELDS
 
-    assert set(METHODS[method]) <= {"multi_objective_aggregation", "scale_rewards", "gdpo_batch_norm"}
-    GDPOConfig(output_dir=str(tmp_path), bf16=False, use_cpu=True, **METHODS[method])
+    assert set(METHOD_FIELDS[method]) <= {"multi_objective_aggregation", "scale_rewards", "gdpo_batch_norm"}
+    GDPOConfig(output_dir=str(tmp_path), bf16=False, use_cpu=True, **METHOD_FIELDS[method])

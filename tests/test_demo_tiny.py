@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gdpo_trl.demo.tiny import build_tokenizer, resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,13 +21,13 @@ def test_tags_are_single_tokens_and_text_round_trips():
 
 
 def test_unknown_builtin_lists_the_choices():
-    import pytest
 
     with pytest.raises(ValueError, match="builtin:tiny"):
         resolve_model("builtin:huge")
     assert resolve_model("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
 
 
+@pytest.mark.slow
 def test_two_ranks_building_at_once_both_get_a_complete_model(tmp_path):
     """Under torch.distributed only rank 0's save_pretrained writes weights; the build must not depend on which rank
     gets there first."""

@@ -136,6 +136,7 @@ def warmstart_path(model_cache):
     return path
 
 
+@pytest.mark.slow
 def test_resolve_builds_once_and_reuses_the_cache(warmstart_path):
     from transformers import AutoModelForCausalLM
 
@@ -152,6 +153,7 @@ def test_resolve_builds_once_and_reuses_the_cache(warmstart_path):
     assert set(record["starting_rewards"]) >= {"format", "correctness", "integer", "completion_length"}
 
 
+@pytest.mark.slow
 def test_starting_rewards_are_mid_range(warmstart_path):
     """Measured afresh, on held-out prompts and another sampling seed than the build's own record."""
     rewards = measure_rewards(warmstart_path, num_prompts=64, num_samples=4, seed=1234)
@@ -161,6 +163,7 @@ def test_starting_rewards_are_mid_range(warmstart_path):
     assert rewards["completion_length"] < 40 and rewards["clipped"] < 0.05  # it learned to stop
 
 
+@pytest.mark.slow
 def test_same_seed_same_weights(tmp_path):
     """Two short builds from one seed (in child processes, as resolve_model builds) give identical weights."""
     paths = [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]

@@ -1,4 +1,4 @@
-"""Tests for gdpo_trl.runs and scripts/plot_runs.py on small synthetic trainer_state.json files."""
+"""Tests for gdpo_trl.runs, gdpo_trl.plots and gdpo-plot on small synthetic trainer_state.json files."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from gdpo_trl.plots import grid_shape, plot_panels, plot_runs
 from gdpo_trl.runs import (
     curve_stats,
     find_trainer_state,
-    grid_shape,
     load_run,
     load_runs,
-    plot_panels,
-    plot_runs,
     reward_names,
     smooth,
     summary_table,
@@ -213,7 +211,7 @@ def test_plot_runs_writes_png(run_dirs, tmp_path):
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(
-        [sys.executable, "scripts/plot_runs.py", *args],
+        [sys.executable, "-m", "gdpo_trl.cli.plot", *args],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

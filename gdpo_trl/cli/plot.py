@@ -1,0 +1,60 @@
+"""gdpo-plot: compare GRPO/GDPO training runs: print a Markdown summary table and write a PNG, one panel per reward.
+
+Example:
+    gdpo-plot outputs/grpo outputs/gdpo --names GRPO GDPO --window 5 --out runs.png --table runs.md
+
+Each RUN is an output_dir, a checkpoint folder or a trainer_state.json file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gdpo_trl.plots import plot_runs
+from gdpo_trl.runs import load_runs, summary_table
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gdpo-plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="output_dir, checkpoint folder or trainer_state.json")
+    parser.add_argument("--names", nargs="+", help="legend names, one per RUN (default: the output_dir names)")
+    parser.add_argument("--window", type=int, default=1, help="moving-average window in logged points (default: 1)")
+    parser.add_argument("--out", type=Path, default=Path("runs.png"), help="PNG to write (default: runs.png)")
+    parser.add_argument("--table", type=Path, help="also write the Markdown table to this file")
+    parser.add_argument("--title", help="figure title")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.window < 1:
+        parser.error(f"--window must be >= 1, got {args.window}")
+    if args.names is not None and len(args.names) != len(args.runs):
+        parser.error(f"--names has {len(args.names)} names for {len(args.runs)} runs")
+    try:
+        runs = load_runs(args.runs, args.names)
+    except (FileNotFoundError, ValueError) as err:  # ValueError covers unreadable JSON too
+        parser.error(str(err))  # exits 2 with the message and no traceback
+
+    table = summary_table(runs)
+    print(table, end="")
+    # Status lines go to stderr so that stdout stays pure Markdown when redirected to a file.
+    if args.table:
+        args.table.parent.mkdir(parents=True, exist_ok=True)
+        args.table.write_text(table, encoding="utf-8")
+        print(f"wrote table to {args.table}", file=sys.stderr)
+    try:
+        out = plot_runs(runs, args.out, window=args.window, title=args.title)
+    except ValueError as err:  # no run has anything to plot
+        parser.error(str(err))
+    print(f"wrote plot to {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
