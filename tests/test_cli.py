@@ -251,3 +251,16 @@ def test_makefile_demo_names_a_recipe_that_exists():
     demo = re.search(r"^demo:.*\n\t(.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1)
     recipe = re.search(r"--config (\S+)", demo).group(1)
     assert (ROOT / recipe).is_file(), recipe
+
+
+def test_uncached_hub_model_offline_is_refused_in_one_line(monkeypatch, tmp_path):
+    from gdpo_trl.cli.offline import check_model_available_offline
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty Hugging Face cache
+    with pytest.raises(ValueError, match=r"'no-org/no-model' is not in the local Hugging Face cache") as error:
+        check_model_available_offline("no-org/no-model")
+    assert "\n" not in str(error.value)
+    check_model_available_offline(str(tmp_path))  # a local folder passes
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    check_model_available_offline("no-org/no-model")  # the Hub is on: from_pretrained will fetch it

@@ -23,6 +23,7 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser
 
+from gdpo_trl.cli.offline import check_model_available_offline
 from gdpo_trl.cli.resume import find_resume_checkpoint
 from gdpo_trl.config import GDPOConfig
 from gdpo_trl.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
@@ -123,6 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     # 3. Model and data. The main process goes first: it builds or caches them, and the other ranks read its files.
     with training_args.main_process_first(local=False, desc="model and dataset"):
         model_path = resolve_model(model_args.model_name_or_path or "")
+        check_model_available_offline(model_path)
         train_dataset = load_source(script_args.dataset_name, **source_options(script_args))
     tokenizer = AutoTokenizer.from_pretrained(
         model_path, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
