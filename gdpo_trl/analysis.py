@@ -134,23 +134,14 @@ def advantage_group_count(
     return AdvantageGroupCount(count=len(patterns), exact=exact, num_evaluated=num_evaluated)
 
 
-def count_distinct_advantage_groups(
-    num_rewards: int,
-    num_generations: int,
-    method: str,
-    *,
-    max_exact: int = 2**22,
-    num_samples: int = 200_000,
-    seed: int = 0,
-) -> int:
-    """Like :func:`advantage_group_count`, but return only the count.
+def count_distinct_advantage_groups(num_rewards: int, num_generations: int, method: str, **options) -> int:
+    """Like :func:`advantage_group_count` (``options``: ``max_exact``, ``num_samples``, ``seed``), but return only
+    the count.
 
     Warns (``UserWarning``) when the count is a sampled lower bound rather than exact, so it is never silently
     approximate.
     """
-    result = advantage_group_count(
-        num_rewards, num_generations, method, max_exact=max_exact, num_samples=num_samples, seed=seed
-    )
+    result = advantage_group_count(num_rewards, num_generations, method, **options)
     if not result.exact:
         warnings.warn(
             f"K={num_rewards}, G={num_generations}: too many groups to enumerate, {result.count} is a lower bound "

@@ -169,6 +169,15 @@ def test_same_seed_same_weights(tmp_path):
     paths = [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     for name in ("a", "b"):
-        command = [sys.executable, "-m", "gdpo_trl.demo.warmstart", str(tmp_path / name), "--seed", "3", "--steps", "3"]
+        command = [
+            sys.executable,
+            "-m",
+            "gdpo_trl.demo.warmstart",
+            str(tmp_path / name),
+            "--seed",
+            "3",
+            "--steps",
+            "3",
+        ]
         subprocess.run([*command, "--no-measure"], env=env, check=True, capture_output=True)
     assert weights_checksum(tmp_path / "a") == weights_checksum(tmp_path / "b")
