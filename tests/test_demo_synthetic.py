@@ -104,8 +104,8 @@ def test_steps_and_question_length():
 @pytest.mark.parametrize(("low", "high"), [(1, 1), (2, 2), (3, 3), (2, 3)])
 def test_step_range_filter(low, high):
     rows = generate_problems(60, seed=1, min_steps=low, max_steps=high)
-    assert len(rows) == 60
-    assert all(low <= row["steps"] <= high for row in rows)
+    # Exactly the templates in range are drawn, all of them (60 draws from at most 7 templates).
+    assert {row["template"] for row in rows} == {name for name, (steps, _) in TEMPLATES.items() if low <= steps <= high}
 
 
 @pytest.mark.parametrize(
