@@ -40,3 +40,15 @@ def test_generated_sources_take_size_and_seed():
 def test_bad_options(name, kw, message):
     with pytest.raises((ValueError, FileNotFoundError), match=message):
         load_source(name, **kw)
+
+
+def test_the_core_does_not_import_the_demo():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gdpo_trl.advantages, gdpo_trl.diagnostics, gdpo_trl.rewards, gdpo_trl.data, gdpo_trl.data.sources,"
+        " gdpo_trl.eval\nprint(sorted(m for m in sys.modules if m.startswith('gdpo_trl.demo')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -1,6 +1,7 @@
 """The offline demo: tiny locally built models (``builtin:tiny``), generated word problems, and the SFT warm start
 (``builtin:warmstart``) that the CPU recipe trains with GDPO.
 
-This package depends on the core (data prompts, rewards) and nothing in the core imports it, except
-:func:`resolve_model`'s ``builtin:`` names, which the CLI and the trainer resolve through :mod:`gdpo_trl.models`.
+This package builds on the core (data prompts, rewards, the evaluation loop). The core's modules never import it at
+import time; the shells reach it on demand: ``gdpo-train`` and ``gdpo-eval`` resolve ``builtin:`` names with
+:func:`gdpo_trl.demo.tiny.resolve_model`, and :mod:`gdpo_trl.data.sources` loads ``synthetic`` and ``warmstart``.
 """
