@@ -9,14 +9,19 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import pytest  # noqa: E402
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _model_cache(tmp_path_factory):
-    """Build built-in models into a per-session folder, so tests never read or write the user's cache."""
-    os.environ["GDPO_TRL_CACHE"] = str(tmp_path_factory.mktemp("gdpo_cache"))
+@pytest.fixture(scope="session")
+def model_cache():
+    """Where built-in models come from: the user's cache (``$GDPO_TRL_CACHE``, else ``~/.cache/gdpo_trl``), so the
+    tests reuse the warm start that ``make demo`` built, and a build here serves the demo too. Builds are keyed by
+    their recipe and written atomically under a lock, so a test never sees a half-built model, and two sessions
+    wait for one build. Tests of building itself use a folder under tmp instead."""
+    from gdpo_trl.demo.tiny import cache_dir
+
+    return cache_dir()
 
 
 @pytest.fixture(scope="session")
-def tiny_model_path(_model_cache):
+def tiny_model_path(model_cache):
     from gdpo_trl.demo.tiny import resolve_model
 
     return resolve_model("builtin:tiny")
