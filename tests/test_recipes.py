@@ -44,7 +44,7 @@ def test_recipe_parses(recipe):
        aggregation names, ...). Without that flag, `bf16: true` is refused here for want of a GPU. `use_vllm: true`
        only needs vLLM once the trainer starts, so parsing works without it.
     """
-    from gdpo_trl.cli.train import DATACLASSES, build_reward_funcs, parse_args
+    from gdpo_trl.cli.arguments import DATACLASSES, build_reward_funcs, parse_args
     from gdpo_trl.rewards.conditioned import apply_reward_conditions
 
     config = _load(recipe)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -108,3 +109,12 @@ def check_unknown(yaml_keys: list[str], cli_args: list[str]) -> None:
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             problems.append(f"unknown {label} {name.lstrip('-') if label == 'YAML key' else name!r}{hint}")
     raise ValueError("; ".join(problems) + ". Run `gdpo-train --help` for every field.")
+
+
+def build_reward_funcs(script_args: GDPOScriptArguments) -> list:
+    """The recipe's reward functions: registry names or dotted paths, with ``reward_kwargs`` bound (a JSON string on
+    the command line). Unknown names raise a ``ValueError`` listing the known ones."""
+    from gdpo_trl.rewards import get_reward_funcs
+
+    kwargs = script_args.reward_kwargs
+    return get_reward_funcs(script_args.reward_funcs, json.loads(kwargs) if isinstance(kwargs, str) else kwargs)

@@ -14,9 +14,7 @@ Run ``gdpo-train --help`` for every field.
 
 from __future__ import annotations
 
-import json
-
-from gdpo_trl.cli.arguments import GDPOScriptArguments, parse_args
+from gdpo_trl.cli.arguments import DATACLASSES, GDPOScriptArguments, build_reward_funcs, parse_args  # noqa: F401
 from gdpo_trl.cli.offline import check_model_available_offline
 from gdpo_trl.cli.resume import find_resume_checkpoint
 from gdpo_trl.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
@@ -30,7 +28,6 @@ def main(argv: list[str] | None = None) -> None:
 
     from gdpo_trl.data.sources import load_source
     from gdpo_trl.demo.tiny import resolve_model
-    from gdpo_trl.rewards import get_reward_funcs
     from gdpo_trl.trainer import GDPOTrainer
 
     # 1. Parse the recipe and flags (flags win), and set up this process.
@@ -44,10 +41,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # 2. Rewards and vLLM first: a misspelled name or a missing package fails in a second, before any model loads.
     check_vllm(training_args.use_vllm)
-    kwargs = script_args.reward_kwargs
-    reward_funcs = get_reward_funcs(
-        script_args.reward_funcs, json.loads(kwargs) if isinstance(kwargs, str) else kwargs
-    )
+    reward_funcs = build_reward_funcs(script_args)
 
     # 3. Model and data. The main process goes first: it builds or caches them, and the other ranks read its files.
     with training_args.main_process_first(local=False, desc="model and dataset"):
