@@ -43,6 +43,8 @@ def parse_args(argv=None):
 
 
 def train_one(args, method: str, seed: int, model_path: str, dataset) -> float:
+    import torch
+
     from gdpo_trl import GDPOConfig, GDPOTrainer
     from gdpo_trl.compare import METHOD_FIELDS, run_dir
     from gdpo_trl.rewards import get_reward_funcs
@@ -65,6 +67,7 @@ def train_one(args, method: str, seed: int, model_path: str, dataset) -> float:
         seed=seed,
         bf16=False,
         gradient_checkpointing=False,
+        dataloader_pin_memory=torch.cuda.is_available(),  # pinning needs an accelerator (torch warns otherwise)
         **METHOD_FIELDS[method],
     )
     start = time.perf_counter()
