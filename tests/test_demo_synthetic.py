@@ -105,7 +105,9 @@ def test_steps_and_question_length():
 def test_step_range_filter(low, high):
     rows = generate_problems(60, seed=1, min_steps=low, max_steps=high)
     # Exactly the templates in range are drawn, all of them (60 draws from at most 7 templates).
-    assert {row["template"] for row in rows} == {name for name, (steps, _) in TEMPLATES.items() if low <= steps <= high}
+    assert {row["template"] for row in rows} == {
+        name for name, (steps, _) in TEMPLATES.items() if low <= steps <= high
+    }
 
 
 @pytest.mark.parametrize(
