@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test test-multinode lint bench clean
 
 install: $(VENV)/.installed
 
@@ -22,6 +22,12 @@ demo: install
 
 test: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+# Two accelerate machines on 127.0.0.1, and scripts/slurm_train.sh under a real single-host Slurm. Installs slurm-wlm
+# and munge with apt first when run as root (scripts/setup_slurm_test.sh); otherwise the Slurm tests report a skip.
+test-multinode: install
+	scripts/setup_slurm_test.sh
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m multinode
 
 lint: install
 	$(BIN)/ruff check gdpo_trl tests scripts
