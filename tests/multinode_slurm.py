@@ -173,30 +173,37 @@ class SlurmCluster:
         return state
 
     def leftovers(self) -> list[int]:
-        """PIDs of processes started by this cluster (their environment names its slurm.conf), daemons excluded."""
+        """PIDs of processes started by this cluster (their environment names its slurm.conf): job steps and
+        training processes. The daemons and their own helpers (slurmctld's slurmscriptd) are not counted while the
+        daemons run; once they are stopped, anything still there is."""
         marker = f"SLURM_CONF={self.conf}".encode()
-        daemons = {d.pid for d in self.daemons}
+        daemons = {d.pid for d in self.daemons if d.poll() is None} | {os.getpid()}
         found = []
         for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) in daemons or int(entry.name) == os.getpid():
-                continue
             try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                if not entry.name.isdigit() or int(entry.name) in daemons:
+                    continue
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if parent not in daemons and marker in (entry / "environ").read_bytes().split(b"\0"):
                     found.append(int(entry.name))
-            except OSError:  # gone, or not ours to read
+            except (OSError, IndexError, ValueError):  # gone meanwhile, or not ours to read
                 pass
         return found
 
     def stop(self) -> None:
-        """Cancel jobs, end what they left behind, then stop the daemons by PID (TERM, then KILL after 10 s)."""
+        """Cancel jobs and give their processes (slurmstepd, launchers) 15 s to end, kill what is left by PID, then
+        stop the daemons by PID (TERM, then KILL after 15 s)."""
         if self.conf.exists() and all(d.poll() is None for d in self.daemons[:2]):
             self.command(["scancel", "--full", "--partition=test"], check=False)
+        deadline = time.monotonic() + 15
+        while self.leftovers() and time.monotonic() < deadline:
+            time.sleep(0.5)
         for pid in self.leftovers():
             _kill(pid)
         for daemon in reversed(self.daemons):  # slurmd before slurmctld before munged
             daemon.send_signal(signal.SIGTERM)
             try:
-                daemon.wait(10)
+                daemon.wait(15)
             except subprocess.TimeoutExpired:
                 daemon.kill()
                 daemon.wait()

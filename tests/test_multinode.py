@@ -7,6 +7,7 @@ Run with `make test-multinode` (installs slurm-wlm and munge first, see scripts/
 root or the Slurm binaries the Slurm tests are skipped with the reason."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ UNRESOLVABLE = "gdpo-head-node.invalid"  # .invalid never resolves (RFC 2606)
 
 
 def train_flags(output_dir: Path) -> list[str]:
-    """Flags over the CPU recipe: small: a random tiny model, toy rewards with spread and NaNs (the recipe's rewards are
+    """Flags over the CPU recipe, for a small run: a random tiny model, toy rewards with spread and NaNs (the recipe's rewards are
     all 0 on a random model, which would make every advantage 0 and the check empty), unequal weights."""
     return [
         "--model_name_or_path", "builtin:tiny", "--max_steps", "2",
@@ -48,7 +49,8 @@ def check_probes(output_dir: Path, num_processes: int) -> list[dict]:
         assert rewards.shape == (num_processes * PER_PROCESS, 2)
         for probe in ranks[1:]:  # gathered: every process holds the same matrix (NaN where a reward is None)
             torch.testing.assert_close(torch.tensor(probe["rewards"][step]), rewards, equal_nan=True)
-        expected = gdpo_advantages(rewards, ranks[0]["weights"], ranks[0]["num_generations"])
+        first = ranks[0]
+        expected = gdpo_advantages(rewards, first["weights"], first["num_generations"], batch_norm=first["batch_norm"])
         assert expected.abs().max() > 0.1  # the toy rewards have spread: an all-zero check would prove nothing
         for rank, probe in enumerate(ranks):
             ours = torch.tensor(probe["ours"][step])
@@ -58,30 +60,19 @@ def check_probes(output_dir: Path, num_processes: int) -> list[dict]:
     return ranks
 
 
-def test_two_accelerate_machines_on_localhost(tiny_model_path, tmp_path):
-    """Two `accelerate launch --num_machines 2` side by side, one process each, rendezvous on 127.0.0.1."""
-    port = str(free_port())
+def start_machine(rank: int, port: int, output_dir: Path, log) -> subprocess.Popen:
+    """`accelerate launch` as machine `rank` of 2, one process, rendezvous on 127.0.0.1:port."""
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "2", "--num_processes", "2"]
-    launch += ["--main_process_ip", "127.0.0.1", "--main_process_port", port, "--multi_gpu", "--mixed_precision", "no"]
-    logs = [open(tmp_path / f"machine{rank}.log", "w") for rank in range(2)]  # noqa: SIM115
-    machines = [
-        subprocess.Popen(
-            [
-                *launch,
-                "--machine_rank",
-                str(rank),
-                "-m",
-                "tests.multinode_probe",
-                "--config",
-                RECIPE,
-                *train_flags(tmp_path / "run"),
-            ],
-            cwd=ROOT,
-            stdout=logs[rank],
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        for rank in range(2)
-    ]
+    launch += ["--machine_rank", str(rank), "--main_process_ip", "127.0.0.1", "--main_process_port", str(port)]
+    launch += ["--multi_gpu", "--mixed_precision", "no", "-m", "tests.multinode_probe", "--config", RECIPE]
+    return subprocess.Popen([*launch, *train_flags(output_dir)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+
+
+def test_two_accelerate_machines_on_localhost(tiny_model_path, tmp_path):
+    """Two `accelerate launch --num_machines 2` side by side, one process each: one 2-process training job."""
+    port = free_port()
+    logs = [open(tmp_path / f"machine{rank}.log", "w") for rank in range(2)]  # noqa: SIM115 (closed below)
+    machines = [start_machine(rank, port, tmp_path / "run", logs[rank]) for rank in range(2)]
     try:
         codes = [machine.wait(TIMEOUT) for machine in machines]
     finally:
@@ -140,3 +131,39 @@ def test_sbatch_unreachable_rendezvous_fails_fast_with_one_line(slurm, tmp_path)
     assert errors and all(f"rendezvous host {UNRESOLVABLE!r} does not resolve" in line for line in errors), log
     assert "set MASTER_ADDR" in errors[0]
     assert not (tmp_path / "run").exists()
+
+
+FAKE_SRUN = '#!/bin/bash\necho "srun $*"\n'
+FAKE_SCONTROL = """#!/bin/bash
+case "$2" in hostnames) printf 'gpu01\\ngpu02\\n';; node) echo "NodeName=$3 NodeAddr=$3.ib NodeHostName=$3";; esac
+"""
+
+
+@pytest.mark.parametrize(
+    "env, flags, expected",
+    [
+        ({"SLURM_GPUS_ON_NODE": "8"}, [], ["2 nodes x 8 GPUs", "--num_processes 16", "--mixed_precision bf16"]),
+        ({"SLURM_GPUS_PER_NODE": "a100:4"}, ["--bf16", "false"], ["--num_processes 8", "--mixed_precision no"]),
+        ({"GPUS_PER_NODE": "2", "SLURM_GPUS_ON_NODE": "8", "MASTER_ADDR": "10.0.0.1"}, [], ["--num_processes 4"]),
+        ({}, [], ["1 CPU processes", "ddp.yaml", "--num_processes 2"]),
+    ],
+)
+def test_slurm_script_sizes_itself_from_slurm(tmp_path, env, flags, expected):
+    """Without a cluster (fake srun and scontrol): processes per node from Slurm's GPU count or the override, the
+    rendezvous at the first node's NodeAddr unless MASTER_ADDR says otherwise, precision from the recipe."""
+    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL)):
+        (tmp_path / name).write_text(text)
+        (tmp_path / name).chmod(0o755)
+    slurm = {"SLURM_JOB_ID": "7", "SLURM_NNODES": "2", "SLURM_JOB_NODELIST": "gpu[01-02]", "PYTHON": sys.executable}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "GPUS_PER_NODE", "MASTER_"))}
+    result = subprocess.run(
+        ["bash", "scripts/slurm_train.sh", "recipes/Qwen2.5-1.5B-Instruct/gdpo/config.yaml", *flags],
+        env={**clean, **slurm, **env, "PATH": f"{tmp_path}:{os.environ['PATH']}"},
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    launch = " ".join(result.stdout.split())  # one line per srun, whitespace collapsed
+    address = env.get("MASTER_ADDR", "gpu01.ib")
+    assert f"rendezvous_check.py {address} 29500 --rank $SLURM_PROCID --world 2" in launch
+    assert "--num_machines 2 --num_processes" in launch and f"--main_process_ip {address}" in launch
+    assert all(text in launch for text in expected), launch
