@@ -81,8 +81,9 @@ PY
 fi
 PRECISION_FLAG=${MIXED_PRECISION:+--mixed_precision $MIXED_PRECISION}
 
-# The first node of the allocation hosts the rendezvous; its NodeAddr is how Slurm itself reaches it.
-HEAD_NODE=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+# The first node of the allocation hosts the rendezvous; its NodeAddr is how Slurm itself reaches it. (sed reads
+# all of its input: `head -n 1` could exit first, and scontrol's SIGPIPE would end this script under pipefail.)
+HEAD_NODE=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)
 MASTER_ADDR=${MASTER_ADDR:-$(scontrol show node "$HEAD_NODE" | grep -oP 'NodeAddr=\K\S+' || echo "$HEAD_NODE")}
 MASTER_PORT=${MASTER_PORT:-29500}
 RDZV_TIMEOUT=${RDZV_TIMEOUT:-60}
