@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo eval-demo test test-fast lint bench clean
+.PHONY: install demo eval-demo test test-fast test-multinode lint bench clean
 
 install: $(VENV)/.installed
 
@@ -34,6 +34,12 @@ test: install
 
 test-fast: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow"
+
+# Two accelerate machines on 127.0.0.1, and scripts/slurm_train.sh under a real single-host Slurm. Installs slurm-wlm
+# and munge with apt first when run as root (scripts/setup_slurm_test.sh); otherwise the Slurm tests report a skip.
+test-multinode: install
+	scripts/setup_slurm_test.sh
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m multinode
 
 lint: install
 	$(BIN)/ruff check gdpo_trl tests scripts
