@@ -48,14 +48,19 @@ def engine_env(cache_dir: Path, **extra: str) -> dict:
     }
 
 
-def launch(config: str, output_dir: Path, env: dict, num_processes: int = 2, timeout: int = 900):
-    """Run the probe under ``accelerate launch``; fail with the tail of the logs on a non-zero exit or an abort."""
+def launch(
+    config: str, output_dir: Path, env: dict, num_processes: int = 2, extra_flags: tuple = (), timeout: int = 900
+):
+    """Run the probe under ``accelerate launch``; fail with the tail of the logs on a non-zero exit or an abort.
+
+    ``extra_flags`` are gdpo-train flags appended last (they override the recipe and the flags above).
+    """
     accelerate = Path(sys.executable).with_name("accelerate")
     command = [
         str(accelerate), "launch", "--config_file", str(ROOT / "accelerate_configs" / config),
         "--num_processes", str(num_processes), "--mixed_precision", "no", "--main_process_port", str(free_port()),
         str(PROBE), "--config", str(CPU_RECIPE), *RECIPE_FLAGS, "--reward_funcs", *TOY_REWARDS,
-        "--output_dir", str(output_dir),
+        "--output_dir", str(output_dir), *extra_flags,
     ]  # fmt: skip
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     logs = result.stdout[-3000:] + result.stderr[-6000:]

@@ -13,7 +13,8 @@ writes ``<output_dir>/probe-rank<r>.json`` with:
 Why not scrape logs: logs say what TRL printed, not what the engine did. Why not a TRL callback: a callback sees
 neither the gathered rewards nor the per-process advantages.
 
-``GDPO_ENGINES_FORCE_FSDP=1`` also applies the test-only FSDP override of tests/engines_fsdp.py before training.
+``GDPO_ENGINES_FORCE_FSDP=1`` also applies the test-only FSDP override of tests/engines_fsdp.py before training;
+``GDPO_TEST_VLLM_SYNC=cpu|none`` replaces TRL's vLLM weight sync (tests/vllm_cpu_sync.py).
 """
 
 import json
@@ -107,6 +108,10 @@ def main() -> None:
         from tests.engines_fsdp import force_fsdp_on_cpu
 
         force_fsdp_on_cpu()
+    if os.environ.get("GDPO_TEST_VLLM_SYNC"):  # vLLM on CPU: TRL's weight sync replaced (tests/vllm_cpu_sync.py)
+        from tests.vllm_cpu_sync import install_from_env
+
+        install_from_env()
     # What gdpo-train's main should call once the training arguments exist (see gdpo_trl/engines.py).
     from gdpo_trl.engines import check_fsdp_engaged, shutdown_distributed
 
