@@ -6,11 +6,14 @@ Two things the engines do not do for us:
   FSDP config on a CPU-only machine, ``accelerate launch`` sets ``ACCELERATE_USE_FSDP=true`` and the run silently
   becomes plain DDP (``MULTI_CPU``: every process holds the whole model) or, with ``use_cpu: false``, independent
   single processes writing one folder. :func:`check_fsdp_engaged` refuses such a run in one line.
-- **A clean exit.** Without an explicit teardown, the process group is destroyed during interpreter shutdown, on
-  each rank at its own time: a rank that finished early tears down while its peer still talks to it, and a ZeRO-3
-  run on CPU could end with one rank aborting (``terminate called without an active exception``, SIGABRT), so
-  ``accelerate launch`` exited non-zero after a successful run. :func:`shutdown_distributed` makes every rank wait
-  for the others, then destroys the process group while all are alive.
+- **A clean exit.** Nothing destroys the process group before the interpreter shuts down. ZeRO-3 gathers and
+  scatters weights with asynchronous collectives; on the gloo backend (CPU) their work objects live on gloo's C++
+  worker threads and hold tensors. When those are destroyed during interpreter finalization, releasing a tensor
+  needs the GIL of an interpreter that is going away, and the process aborts (``terminate called without an active
+  exception``, SIGABRT; the mechanism is described in pytorch/pytorch PR #179291, which proposed an atexit
+  teardown in torch and was abandoned). A ZeRO-3 run could so end with one rank aborting after a successful run,
+  and ``accelerate launch`` exiting non-zero. :func:`shutdown_distributed` waits for every rank, then destroys the
+  process groups while the interpreter is fully alive.
 """
 
 from __future__ import annotations
