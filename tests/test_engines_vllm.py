@@ -12,9 +12,7 @@ import json
 import pytest
 
 from tests.engines_launch import engine_env, launch, load_probes
-from tests.vllm_runs import VLLM_COLOCATE_FLAGS, VLLMServer, logp_differences, vllm_env
-
-pytest.importorskip("vllm", reason="vLLM runs in its own venv: `make test-vllm`")
+from tests.vllm_runs import LOGP_DIFFERENCE, VLLM_COLOCATE_FLAGS, VLLMServer, logp_differences, vllm_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -31,6 +29,8 @@ def vllm_model(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def env(request, tiny_model_path):
+    # Here, not at import: `make test` deselects these tests (-m "not vllm") and must not report a skip.
+    pytest.importorskip("vllm", reason="vLLM runs in its own venv: `make test-vllm`")
     base = engine_env(request.config.cache.mkdir("torch_extensions"))
     return lambda sync: vllm_env(base, request.config.cache.mkdir("vllm"), sync)
 
@@ -41,6 +41,7 @@ def _run(config, env, output_dir, model, num_processes=2, flags=VLLM_COLOCATE_FL
 
 
 def _assert_synced(differences):
+    print(f"{LOGP_DIFFERENCE} per step: {differences}")  # shown with pytest -rP
     assert len(differences) == 3, differences
     assert max(differences[1:]) < SYNCED_MAX, differences
 
@@ -60,6 +61,7 @@ def test_colocate_weights_reach_vllm(config, num_processes, env, vllm_model, tmp
 def test_colocate_without_sync_is_detected(env, vllm_model, tmp_path):
     """Negative control: the same run with the sync turned off drifts far above the synced runs."""
     differences = _run("ddp.yaml", env("none"), tmp_path / "run", vllm_model, num_processes=1)
+    print(f"{LOGP_DIFFERENCE} per step without sync: {differences}")
     assert differences[0] < SYNCED_MAX  # step 1: both start from the same weights
     assert differences[-1] > STALE_MIN, differences
 
