@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -65,14 +66,17 @@ def main() -> None:
 
         engines["vLLM colocate"] = vllm_engine(save_vllm_model(workdir / "vllm-model"), workdir / "vllm-cache")
 
-    # One warm-up launch builds the tiny model and DeepSpeed's op, so no engine below pays for them.
-    launch("zero2.yaml", workdir / "warmup", env, extra_flags=("--max_steps", "1"))
-    rows = []
-    for name, (config, extra_env, flags) in engines.items():
-        output_dir = workdir / name.replace(" ", "_")
-        start = time.perf_counter()
-        launch(config, output_dir, {**env, **extra_env}, extra_flags=(*flags, "--max_steps", str(args.steps)))
-        rows.append((name, median_step_time(output_dir), time.perf_counter() - start))
+    try:
+        # One warm-up launch builds the tiny model and DeepSpeed's op, so no engine below pays for them.
+        launch("zero2.yaml", workdir / "warmup", env, extra_flags=("--max_steps", "1"))
+        rows = []
+        for name, (config, extra_env, flags) in engines.items():
+            output_dir = workdir / name.replace(" ", "_")
+            start = time.perf_counter()
+            launch(config, output_dir, {**env, **extra_env}, extra_flags=(*flags, "--max_steps", str(args.steps)))
+            rows.append((name, median_step_time(output_dir), time.perf_counter() - start))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
     load = os.getloadavg()
     print(
