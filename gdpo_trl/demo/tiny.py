@@ -50,6 +50,16 @@ ARCHITECTURES = {
     "base": dict(
         hidden_size=256, intermediate_size=768, num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=4
     ),
+    # What vLLM's CPU backend can load: head size 32 (its attention needs >= 32) and untied embeddings (a weight
+    # reload leaves tied ones stale). Used by the vLLM tests and recipes/cpu/vllm_*.
+    "vllm": dict(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        tie_word_embeddings=False,
+    ),
 }
 
 
@@ -97,11 +107,10 @@ def build_model(tokenizer, architecture: str = "tiny", seed: int = 0):
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         max_position_embeddings=2048,
-        tie_word_embeddings=True,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=None,
-        **ARCHITECTURES[architecture],
+        **{"tie_word_embeddings": True, **ARCHITECTURES[architecture]},  # tied unless the entry says not
     )
     torch.manual_seed(seed)
     return Qwen2ForCausalLM(config)
