@@ -114,6 +114,7 @@ def token_reward_diagnostics(
     weights: torch.Tensor,
     names: Sequence[str],
     process_columns: Sequence[int],
+    step_totals: torch.Tensor,
     num_generations: int,
 ) -> dict[str, float]:
     """Process-mode metrics by name, from the gathered ``rewards`` ``[N, K, T]``, the per-reward token terms
@@ -121,7 +122,9 @@ def token_reward_diagnostics(
 
     Every reward: ``rewards/<name>/frac_zero_std`` (groups where its pooled values are constant) and
     ``rewards/<name>/advantage_share`` (share of the absolute token advantage mass, before batch scaling). Process
-    rewards also: ``rewards/<name>/step_mean`` (mean score over all steps) and ``rewards/<name>/steps_per_completion``.
+    rewards also: ``rewards/<name>/step_mean`` (mean score over all steps) and ``rewards/<name>/steps_per_completion``,
+    from ``step_totals`` ``[K_p, 2]`` (number of steps and sum of their scores over the batch, per process reward, as
+    the reward functions returned them: before steps sharing a token are merged).
     ``frac_reward_zero_std``: groups where every weighted reward is constant. ``advantages/distinct_per_group``:
     distinct per-completion mean advantages per group.
     """
@@ -135,9 +138,9 @@ def token_reward_diagnostics(
         metrics[f"rewards/{name}/frac_zero_std"] = frac
         metrics[f"rewards/{name}/advantage_share"] = share
         if column in process_columns:
-            values = rewards[:, column][~torch.isnan(rewards[:, column])]
-            metrics[f"rewards/{name}/step_mean"] = values.mean().item() if values.numel() else float("nan")
-            metrics[f"rewards/{name}/steps_per_completion"] = values.numel() / rewards.shape[0]
+            count, total = step_totals[list(process_columns).index(column)].tolist()
+            metrics[f"rewards/{name}/step_mean"] = total / count if count else float("nan")
+            metrics[f"rewards/{name}/steps_per_completion"] = count / rewards.shape[0]
     metrics["frac_reward_zero_std"] = (~spread[:, weights != 0].any(dim=1)).float().mean().item()
     means = completion_means(advantages, completion_mask)
     metrics["advantages/distinct_per_group"] = mean_distinct_per_group(means, num_generations)

@@ -285,11 +285,12 @@ class GDPOTrainer(GRPOTrainer):
         def decode(token_ids):
             return self.processing_class.decode(token_ids, skip_special_tokens=True)
 
-        local = []
+        local, totals = [], []
         for _, slot in self._process_slots:
             steps, texts = slot.take()
             check_decoded_texts(texts, ids, decode, slot.__name__)
             local.append(step_rewards(steps, ids, width, decode))
+            totals.append([sum(len(s) for s in steps), sum(score for s in steps for _, score in s)])
         lengths = torch.tensor([len(x) for x in ids], device=device)
         process, lengths = gather_token_rewards(self.accelerator, torch.stack(local, dim=1).to(device), lengths)
         columns = [column for column, _ in self._process_slots]
@@ -309,8 +310,9 @@ class GDPOTrainer(GRPOTrainer):
         if num_generations > 1:
             terms = gdpo_token_reward_terms(rewards, num_generations, mask)
             weights = self.reward_weights.to(device)
+            totals = self.accelerator.reduce(torch.tensor(totals, device=device), reduction="sum")
             computed = token_reward_diagnostics(
-                rewards, terms, advantages, mask, weights, self.reward_func_names, columns, num_generations
+                rewards, terms, advantages, mask, weights, self.reward_func_names, columns, totals, num_generations
             )
             self._append_diagnostics(computed, mode)
 

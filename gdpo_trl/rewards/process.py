@@ -19,6 +19,7 @@ Stdlib only, like the rest of ``gdpo_trl.rewards``.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import math
 import numbers
@@ -50,6 +51,21 @@ class ProcessReward:
 
     def __repr__(self) -> str:
         return f"process_reward({self.__name__})"
+
+    def __reduce__(self):
+        # Used as a decorator, the module attribute named like `func` is this object, so pickle cannot find `func`
+        # by name; pickle the decorated object by name instead.
+        module, qualname = getattr(self.func, "__module__", None), getattr(self.func, "__qualname__", "")
+        if module and _resolve(module, qualname) is self:
+            return _resolve, (module, qualname)
+        return ProcessReward, (self.func,)
+
+
+def _resolve(module: str, qualname: str):
+    try:
+        return functools.reduce(getattr, qualname.split("."), importlib.import_module(module))
+    except (ImportError, AttributeError):
+        return None
 
 
 def process_reward(func: Callable) -> ProcessReward:
