@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from .diagnostics import advantage_shares, mean_distinct_per_group
-from .rewards.process import Steps, step_token_indices
+from .rewards.process import ProcessRewardSlot, Steps, step_token_indices
 
 
 def step_rewards(
@@ -38,6 +38,24 @@ def step_rewards(
     total.index_put_(index, torch.tensor(scores, dtype=torch.float64), accumulate=True)
     count.index_put_(index, torch.ones(len(scores), dtype=torch.float64), accumulate=True)
     return torch.where(count > 0, total / count.clamp(min=1), torch.nan).float()
+
+
+def local_step_rewards(
+    slots: Sequence[ProcessRewardSlot], token_ids: Sequence[Sequence[int]], width: int, tokenizer
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """This process's steps of every process reward, from their slots, on tokens: ``[N_local, K_p, width]``, and
+    ``[K_p, 2]`` totals (number of steps, sum of their scores) as the reward functions returned them."""
+
+    def decode(ids):  # as TRL decodes completions for the reward functions
+        return tokenizer.decode(ids, skip_special_tokens=True)
+
+    tensors, totals = [], []
+    for slot in slots:
+        steps, texts = slot.take()
+        check_decoded_texts(texts, token_ids, decode, slot.__name__)
+        tensors.append(step_rewards(steps, token_ids, width, decode))
+        totals.append([sum(len(s) for s in steps), sum(score for s in steps for _, score in s)])
+    return torch.stack(tensors, dim=1), torch.tensor(totals, dtype=torch.float32)
 
 
 def check_decoded_texts(

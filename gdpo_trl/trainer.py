@@ -38,11 +38,10 @@ from .rewards.conditioned import apply_reward_conditions
 from .rewards.process import attach_process_rewards, check_process_settings
 from .token_rewards import (
     assemble_token_rewards,
-    check_decoded_texts,
     completion_means,
     gather_token_rewards,
     length_mask,
-    step_rewards,
+    local_step_rewards,
     token_reward_diagnostics,
 )
 
@@ -147,20 +146,16 @@ class GDPOTrainer(GRPOTrainer):
       them; ``args.reward_weights_final`` moves ``self.reward_weights`` linearly over training.
     - Every plain reward function is wrapped so that one that raises or returns a malformed list is named in the
       error (``CheckedReward``).
-    - Process rewards (:func:`gdpo_trl.rewards.process.process_reward`) switch training to token-level advantages
-      (:func:`gdpo_trl.advantages.gdpo_token_advantages`); without one nothing changes. TRL sees each process reward
-      as one number per completion, its mean step score (``rewards/<name>/mean``, the completions table), and the
-      table's ``advantage`` column shows each completion's mean token advantage. Loss settings that need one
-      advantage per completion (``importance_sampling_level="sequence"``, ``loss_type="vespo"``,
-      ``off_policy_mask_threshold``) are refused at construction. See ``docs/process_rewards.md``.
+    - A process reward (:func:`gdpo_trl.rewards.process.process_reward`) switches training to token-level
+      advantages (:func:`gdpo_trl.advantages.gdpo_token_advantages`); loss settings that need one advantage per
+      completion are refused. Without one nothing changes. See ``docs/process_rewards.md``.
 
     Extra metrics, per reward function ``<name>``: ``rewards/<name>/frac_zero_std`` (fraction of groups where that
     reward is constant) and ``rewards/<name>/advantage_share`` (its share of the advantage's absolute mass);
     ``frac_reward_zero_std`` is recomputed per group (TRL's is 0 or 1 under GDPO); ``advantages/distinct_per_group``
     and ``advantages/distinct_per_group_grpo`` count distinct advantage values per group under the rule in use and
-    under GRPO on the same rewards, to show advantage collapse as it happens. With process rewards the shares and
-    zero-std fractions are taken over tokens and pooled steps, each process reward ``<name>`` adds
-    ``rewards/<name>/step_mean`` and ``rewards/<name>/steps_per_completion``, and the GRPO count is left out.
+    under GRPO on the same rewards, to show advantage collapse as it happens. With process rewards, see
+    :func:`gdpo_trl.token_rewards.token_reward_diagnostics`.
 
     See the module docstring for the TRL internals this class relies on.
     """
@@ -279,21 +274,13 @@ class GDPOTrainer(GRPOTrainer):
         """
         if "tool_mask" in output:
             raise ValueError("Process rewards cannot be used with tool or environment masks (rollout_func env_mask).")
+        # TRL saw each process reward as its mean step score; the table shows each completion's mean advantage.
         ids, self._completion_ids = self._completion_ids, None
-        width = output["completion_ids"].shape[1]
-        device = outcomes.device
-        def decode(token_ids):
-            return self.processing_class.decode(token_ids, skip_special_tokens=True)
-
-        local, totals = [], []
-        for _, slot in self._process_slots:
-            steps, texts = slot.take()
-            check_decoded_texts(texts, ids, decode, slot.__name__)
-            local.append(step_rewards(steps, ids, width, decode))
-            totals.append([sum(len(s) for s in steps), sum(score for s in steps for _, score in s)])
+        width, device = output["completion_ids"].shape[1], outcomes.device
+        columns, slots = zip(*self._process_slots, strict=True)
+        local, totals = local_step_rewards(slots, ids, width, self.processing_class)
         lengths = torch.tensor([len(x) for x in ids], device=device)
-        process, lengths = gather_token_rewards(self.accelerator, torch.stack(local, dim=1).to(device), lengths)
-        columns = [column for column, _ in self._process_slots]
+        process, lengths = gather_token_rewards(self.accelerator, local.to(device), lengths)
         rewards = assemble_token_rewards(outcomes, process, columns, lengths)
         mask = length_mask(lengths, rewards.shape[2])
         advantages = self.compute_advantages(rewards, num_generations, completion_mask=mask)
@@ -310,7 +297,7 @@ class GDPOTrainer(GRPOTrainer):
         if num_generations > 1:
             terms = gdpo_token_reward_terms(rewards, num_generations, mask)
             weights = self.reward_weights.to(device)
-            totals = self.accelerator.reduce(torch.tensor(totals, device=device), reduction="sum")
+            totals = self.accelerator.reduce(totals.to(device), reduction="sum")
             computed = token_reward_diagnostics(
                 rewards, terms, advantages, mask, weights, self.reward_func_names, columns, totals, num_generations
             )

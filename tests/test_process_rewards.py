@@ -321,3 +321,12 @@ def test_equations_score_the_warm_start_traces():
     traces = [make_trace(row, rng)[0] for row in warmstart_problems(20)]
     steps = equations_reward(completions=traces)
     assert all(s is not None and len(s) == 1 and s[0][1] == 1.0 for s in steps)  # one right equation each
+
+
+def test_text_that_is_not_the_decoded_ids_is_refused():
+    from gdpo_trl.token_rewards import check_decoded_texts
+
+    decode = lambda ids: "".join(map(str, ids))  # noqa: E731
+    check_decoded_texts(["12", "3"], [[1, 2], [3]], decode, "steps")
+    with pytest.raises(ValueError, match="Process reward 'steps': completion 1's text is not its decoded token ids"):
+        check_decoded_texts(["12", "parsed"], [[1, 2], [3]], decode, "steps")
