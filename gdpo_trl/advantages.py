@@ -13,6 +13,8 @@ Shapes and conventions shared by every function here:
 - ``eps`` is added to every std before dividing (TRL uses 1e-4), so a reward that is constant in a group gives 0.
 
 Everything is vectorized over rewards and groups: the functions are a handful of tensor ops whatever N and K are.
+Token-level (process reward) versions at the end take ``rewards`` ``[N, K, T]`` and return ``[N, T]``; see
+:func:`gdpo_token_advantages`.
 These semantics equal TRL 1.16's ``multi_objective_aggregation`` branches ``"normalize_then_sum"`` (GDPO) and
 ``"sum_then_normalize"`` (GRPO); ``tests/test_advantages.py`` checks that against TRL's own code path.
 """
@@ -159,3 +161,84 @@ def grpo_advantages(
     elif scale == "batch":
         advantages = advantages / (nanstd(summed) + eps)
     return torch.nan_to_num(advantages, nan=0.0)
+
+
+# --- Token-level (process) advantages ----------------------------------------------------------------------------
+# Shapes: ``rewards`` ``[N, K, T]`` holds NaN everywhere except at the token where a scored step of reward k ends (an
+# outcome reward is one value at the completion's last valid token); ``completion_mask`` ``[N, T]`` is 1 on real
+# completion tokens. Groups are ``num_generations`` consecutive rows, as above.
+
+
+def validate_token_rewards(
+    rewards: torch.Tensor, weights: torch.Tensor | Sequence[float], num_generations: int, completion_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check shapes; return ``weights`` ``[K]`` and the mask as bool ``[N, T]`` on ``rewards``' device.
+
+    Raises ``ValueError`` for a non-3-D or non-float ``rewards``, a mask of another shape, a value at a padding
+    position (it would leak into the tokens before it), or anything :func:`validate_rewards` rejects.
+    """
+    if not isinstance(rewards, torch.Tensor) or rewards.dim() != 3:
+        shape = tuple(rewards.shape) if isinstance(rewards, torch.Tensor) else type(rewards).__name__
+        raise ValueError(f"rewards must be a 3-D tensor [N completions, K rewards, T tokens], got {shape}.")
+    n, k, t = rewards.shape
+    weights = validate_rewards(rewards.new_empty(n, k), weights, num_generations)
+    if not rewards.is_floating_point():
+        raise ValueError(f"rewards must be a floating-point tensor (NaN marks 'no step ends here'), got {rewards.dtype}.")
+    if tuple(completion_mask.shape) != (n, t):
+        raise ValueError(f"completion_mask must have shape (N, T) = {(n, t)}, got {tuple(completion_mask.shape)}.")
+    mask = completion_mask.to(device=rewards.device).bool()
+    if (~torch.isnan(rewards) & ~mask.unsqueeze(1)).any():
+        raise ValueError("rewards has a value at a padding position (completion_mask == 0): steps must end on real tokens.")
+    return weights, mask
+
+
+def gdpo_token_reward_terms(
+    rewards: torch.Tensor, num_generations: int, completion_mask: torch.Tensor, *, eps: float = 1e-4
+) -> torch.Tensor:
+    """Per-reward token advantages ``[N, K, T]`` before weighting: the process-supervision rule of DeepSeekMath.
+
+    For each reward and group, every non-NaN value of the group's completions is pooled and normalized by the
+    pool's mean and Bessel-corrected std (+ ``eps``); a pool of fewer than two values gives 0. Token t of completion
+    i then gets the sum of i's normalized values at positions ``>= t`` (a reverse cumulative sum). Padding is 0.
+    """
+    n, k, t = rewards.shape
+    groups = n // num_generations
+    # [N, K, T] -> [groups, K, G * T]: one pool per (group, reward).
+    pooled = rewards.reshape(groups, num_generations, k, t).transpose(1, 2).reshape(groups, k, num_generations * t)
+    mean = torch.nanmean(pooled, dim=2, keepdim=True)
+    std = nanstd(pooled, dim=2, keepdim=True)  # NaN for pools of fewer than two values, so they give 0 below
+    normalized = torch.nan_to_num((pooled - mean) / (std + eps), nan=0.0)
+    normalized = normalized.reshape(groups, k, num_generations, t).transpose(1, 2).reshape(n, k, t)
+    returns = normalized.flip(-1).cumsum(-1).flip(-1)
+    return returns * completion_mask.to(returns.dtype).unsqueeze(1)
+
+
+def gdpo_token_advantages(
+    rewards: torch.Tensor,
+    weights: torch.Tensor | Sequence[float],
+    num_generations: int,
+    completion_mask: torch.Tensor,
+    *,
+    eps: float = 1e-4,
+    batch_norm: bool = True,
+) -> torch.Tensor:
+    """GDPO advantages per token ``[N, T]`` from step and outcome rewards ``[N, K, T]``.
+
+    1. :func:`gdpo_token_reward_terms`: each reward's values pooled and normalized per group, summed from each token
+       to the end of the completion;
+    2. weighted sum over rewards with ``weights`` ``[K]``;
+    3. ``batch_norm=True``: ``(x - mean) / (std + eps)`` over every valid token of the batch (Bessel-corrected), as
+       verl's masked whitening; ``False``: no batch step.
+
+    Padding positions (``completion_mask == 0``) are 0. With outcome rewards only (one value at each completion's
+    last valid token) and ``batch_norm=False``, every valid token of completion i carries
+    ``gdpo_advantages(outcomes, weights, num_generations, batch_norm=False)[i]``.
+    """
+    weights, mask = validate_token_rewards(rewards, weights, num_generations, completion_mask)
+    terms = gdpo_token_reward_terms(rewards, num_generations, mask, eps=eps)
+    summed = torch.einsum("nkt,k->nt", terms, weights)
+    if batch_norm and mask.any():
+        valid = summed[mask]
+        std = nanstd(valid) if valid.numel() > 1 else torch.zeros((), dtype=summed.dtype, device=summed.device)
+        summed = (summed - valid.mean()) / (std + eps)
+    return summed * mask.to(summed.dtype)

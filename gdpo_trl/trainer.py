@@ -31,10 +31,19 @@ from transformers.utils import logging
 from trl import GRPOTrainer
 from trl.trainer.utils import get_callable_name, is_async_callable
 
-from .advantages import gdpo_advantages, grpo_advantages
+from .advantages import gdpo_advantages, gdpo_token_advantages, gdpo_token_reward_terms, grpo_advantages
 from .config import GDPOConfig, check_weight_schedule
 from .diagnostics import reward_diagnostics
 from .rewards.conditioned import apply_reward_conditions
+from .rewards.process import attach_process_rewards, check_process_settings
+from .token_rewards import (
+    assemble_token_rewards,
+    completion_means,
+    gather_token_rewards,
+    length_mask,
+    local_step_rewards,
+    token_reward_diagnostics,
+)
 
 logger = logging.get_logger(__name__)
 
@@ -137,12 +146,16 @@ class GDPOTrainer(GRPOTrainer):
       them; ``args.reward_weights_final`` moves ``self.reward_weights`` linearly over training.
     - Every plain reward function is wrapped so that one that raises or returns a malformed list is named in the
       error (``CheckedReward``).
+    - A process reward (:func:`gdpo_trl.rewards.process.process_reward`) switches training to token-level
+      advantages (:func:`gdpo_trl.advantages.gdpo_token_advantages`); loss settings that need one advantage per
+      completion are refused. Without one nothing changes. See ``docs/process_rewards.md``.
 
     Extra metrics, per reward function ``<name>``: ``rewards/<name>/frac_zero_std`` (fraction of groups where that
     reward is constant) and ``rewards/<name>/advantage_share`` (its share of the advantage's absolute mass);
     ``frac_reward_zero_std`` is recomputed per group (TRL's is 0 or 1 under GDPO); ``advantages/distinct_per_group``
     and ``advantages/distinct_per_group_grpo`` count distinct advantage values per group under the rule in use and
-    under GRPO on the same rewards, to show advantage collapse as it happens.
+    under GRPO on the same rewards, to show advantage collapse as it happens. With process rewards, see
+    :func:`gdpo_trl.token_rewards.token_reward_diagnostics`.
 
     See the module docstring for the TRL internals this class relies on.
     """
@@ -159,14 +172,25 @@ class GDPOTrainer(GRPOTrainer):
         if args.reward_conditions:
             funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
             reward_funcs = apply_reward_conditions(funcs, args.reward_conditions)
+        process_slots = []
+        if reward_funcs is not None:
+            reward_funcs, process_slots = attach_process_rewards(
+                reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+            )
+            check_process_settings(args, reward_funcs, process_slots, **kwargs)
         super().__init__(model, reward_funcs=check_reward_funcs(reward_funcs), args=args, **kwargs)
+        # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
+        self._process_slots = process_slots
         self._gathered_rewards = None
+        self._completion_ids = None
         self._weight_schedule = None
         if args.reward_weights_final is not None:
             check_weight_schedule(args.reward_weights, args.reward_weights_final, len(self.reward_funcs))
             final = torch.tensor(args.reward_weights_final, dtype=torch.float32)
             self._weight_schedule = (self.reward_weights.clone(), final)
-        if self.uses_gdpo:
+        if self._process_slots:
+            logger.info("GDPO with process rewards %s: token-level advantages.", [s.__name__ for _, s in process_slots])
+        elif self.uses_gdpo:
             logger.info("GDPO: %d rewards %s normalized per group.", len(self.reward_funcs), self.reward_func_names)
         elif len(self.reward_funcs) == 1 and args.multi_objective_aggregation == "normalize_then_sum":
             logger.warning(
@@ -181,16 +205,31 @@ class GDPOTrainer(GRPOTrainer):
         """Whether advantages are GDPO's (two or more rewards and ``normalize_then_sum``)."""
         return self.multi_objective_aggregation == "normalize_then_sum" and len(self.reward_funcs) > 1
 
-    def compute_advantages(self, rewards: torch.Tensor, num_generations: int) -> torch.Tensor:
-        """Advantages ``[N_global]`` from the gathered reward matrix ``rewards`` ``[N_global, K]``.
+    def compute_advantages(
+        self, rewards: torch.Tensor, num_generations: int, completion_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Advantages from the rewards of every process's completions (gathered, in rank order).
 
         The hook TRL lacks: override it in a subclass and the returned advantages are what trains (each process
         keeps its own slice). Rows are grouped by prompt in runs of ``num_generations``; NaN means the reward
-        does not apply. ``self.reward_weights`` holds the weights (``[K]``).
+        does not apply. ``self.reward_weights`` holds the weights (``[K]``). Two cases:
+
+        - Outcome rewards only: ``rewards`` is ``[N_global, K]``, ``completion_mask`` is not passed; return
+          ``[N_global]``, one advantage per completion.
+        - With a process reward: ``rewards`` is ``[N_global, K, T]``, NaN except where a step ends (a process reward's
+          scored steps at their tokens; an outcome reward's value at the completion's last token), and
+          ``completion_mask`` ``[N_global, T]`` is 1 on real completion tokens (T is the longest completion of all
+          processes); return ``[N_global, T]``, one advantage per token (padding is ignored).
         """
+        weights = self.reward_weights.to(rewards.device)
+        if completion_mask is not None:
+            if num_generations < 2:
+                return torch.zeros(completion_mask.shape, device=rewards.device)
+            return gdpo_token_advantages(
+                rewards, weights, num_generations, completion_mask, batch_norm=self.args.gdpo_batch_norm
+            )
         if num_generations < 2:  # only in evaluation with num_generations_eval=1: no group, no advantage
             return torch.zeros(rewards.shape[0], device=rewards.device)
-        weights = self.reward_weights.to(rewards.device)
         if self.uses_gdpo:
             return gdpo_advantages(rewards, weights, num_generations, batch_norm=self.args.gdpo_batch_norm)
         return grpo_advantages(rewards, weights, num_generations, scale=self.scale_rewards)
@@ -199,6 +238,7 @@ class GDPOTrainer(GRPOTrainer):
         # Keep the gathered [N_global, K] matrix for compute_advantages (TRL only keeps it inside its long method).
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._gathered_rewards = rewards
+        self._completion_ids = completion_ids_list  # this process's, unpadded: where process rewards' steps land
         return rewards
 
     def _generate_and_score_completions(self, inputs):
@@ -208,6 +248,9 @@ class GDPOTrainer(GRPOTrainer):
         output = super()._generate_and_score_completions(inputs)
         rewards, self._gathered_rewards = self._gathered_rewards, None
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        if self._process_slots:
+            self._token_advantages(output, rewards, num_generations, mode)
+            return output
 
         advantages = self.compute_advantages(rewards, num_generations)
         if advantages.shape != (rewards.shape[0],) or not torch.isfinite(advantages).all():
@@ -221,6 +264,44 @@ class GDPOTrainer(GRPOTrainer):
         self._replace_logged_advantages(advantages)
         self._log_reward_diagnostics(rewards, advantages, num_generations, mode)
         return output
+
+    def _token_advantages(self, output: dict, outcomes: torch.Tensor, num_generations: int, mode: str) -> None:
+        """Process mode: set ``output["advantages"]`` to this process's ``[N_local, T_local]`` token advantages.
+
+        Each process maps its own completions' steps to tokens; the ``[N_local, K_p, T_local]`` step tensors are
+        padded to the longest ``T_local`` and gathered, so group and batch statistics are over every process's
+        completions, as in a single process; each process then keeps its rows and its own ``T_local`` columns.
+        """
+        if "tool_mask" in output:
+            raise ValueError("Process rewards cannot be used with tool or environment masks (rollout_func env_mask).")
+        # TRL saw each process reward as its mean step score; the table shows each completion's mean advantage.
+        ids, self._completion_ids = self._completion_ids, None
+        width, device = output["completion_ids"].shape[1], outcomes.device
+        columns, slots = zip(*self._process_slots, strict=True)
+        local, totals = local_step_rewards(slots, ids, width, self.processing_class)
+        lengths = torch.tensor([len(x) for x in ids], device=device)
+        process, lengths = gather_token_rewards(self.accelerator, local.to(device), lengths)
+        rewards = assemble_token_rewards(outcomes, process, columns, lengths)
+        mask = length_mask(lengths, rewards.shape[2])
+        advantages = self.compute_advantages(rewards, num_generations, completion_mask=mask)
+        if advantages.shape != mask.shape or not torch.isfinite(advantages).all():
+            raise ValueError(
+                f"{type(self).__name__}.compute_advantages must return finite token advantages of shape "
+                f"{tuple(mask.shape)} with process rewards; got shape {tuple(advantages.shape)}."
+            )
+        advantages = advantages * mask
+        local_advantages = output["advantages"]
+        start = self.accelerator.process_index * len(ids)
+        output["advantages"] = advantages[start : start + len(ids), :width].to(local_advantages)
+        self._replace_logged_advantages(completion_means(advantages, mask))
+        if num_generations > 1:
+            terms = gdpo_token_reward_terms(rewards, num_generations, mask)
+            weights = self.reward_weights.to(device)
+            totals = self.accelerator.reduce(totals.to(device), reduction="sum")
+            computed = token_reward_diagnostics(
+                rewards, terms, advantages, mask, weights, self.reward_func_names, columns, totals, num_generations
+            )
+            self._append_diagnostics(computed, mode)
 
     def _step_reward_weights(self) -> None:
         """Move ``self.reward_weights`` along the schedule (TRL reads them for its logged ``reward`` too)."""
@@ -248,6 +329,9 @@ class GDPOTrainer(GRPOTrainer):
             gdpo=self.uses_gdpo,
             grpo_scale=self.scale_rewards,
         )
+        self._append_diagnostics(computed, mode)
+
+    def _append_diagnostics(self, computed: dict[str, float], mode: str) -> None:
         metrics = self._metrics[mode]
         # TRL appended its own frac_reward_zero_std for this call (0 or 1 under GDPO); replace it with ours.
         metrics["frac_reward_zero_std"][-1] = computed.pop("frac_reward_zero_std")

@@ -52,6 +52,7 @@ register_reward("format", format_reward)
 register_reward("correctness", correctness_reward)
 register_reward("integer", integer_reward)
 register_reward("length", length_reward)
+register_reward("equations", importlib.import_module("gdpo_trl.rewards.equations").equations_reward)
 
 
 def _import_path(path: str) -> Callable:
