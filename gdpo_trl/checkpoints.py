@@ -239,3 +239,23 @@ def resolve_resume_checkpoint(
     if problems:
         raise InputError(f"resume_from_checkpoint {str(path)!r} is incomplete: {', '.join(problems)}.")
     return str(path)
+
+
+def prepare_run(training_args) -> str | None:
+    """Check (and with ``overwrite_output_dir`` clear) ``output_dir``; return the checkpoint to resume from or None.
+
+    Call it before the model is built, so a refusal or a broken checkpoint costs seconds.
+    """
+    resume = training_args.resume_from_checkpoint
+    prepare_output_dir(
+        training_args.output_dir,
+        resume,
+        bool(getattr(training_args, "overwrite_output_dir", False)),
+        is_main_process=training_args.process_index == 0,
+    )
+    return resolve_resume_checkpoint(
+        training_args.output_dir,
+        resume,
+        world_size=training_args.world_size,
+        save_only_model=training_args.save_only_model,
+    )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.evaluate import BACKENDS, DTYPES, EvaluationInputError, evaluate, format_summary
 
 
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@cli_errors("gdpo-eval", input_errors=(EvaluationInputError,))
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -24,7 +24,10 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser
 
+from gdpo_trl.checkpoints import prepare_run
+from gdpo_trl.cli.errors import cli_errors, input_stage
 from gdpo_trl.config import GDPOConfig
+from gdpo_trl.validation import check_prompt_lengths, check_recipe_yaml, check_script_args
 
 logger = logging.getLogger("gdpo_trl.train")
 
@@ -95,9 +98,13 @@ class GDPOScriptArguments(ScriptArguments):
     )
 
 
+@cli_errors("gdpo-train")
 def main(argv: list[str] | None = None) -> None:
     """Parse the recipe and flags, train, save the model and print a before/after summary of the rewards."""
-    script_args, training_args, model_args = parse_args(argv)
+    check_recipe_yaml(argv)
+    with input_stage("recipe"):
+        script_args, training_args, model_args = parse_args(argv)
+    check_script_args(script_args)
     setup_logging(training_args)
     set_threads(script_args.cpu_threads)
     set_seed(training_args.seed)
@@ -105,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     # Everything that can be checked without loading a model is checked first, so a bad recipe fails in seconds.
     check_vllm(training_args)
     reward_funcs = build_reward_funcs(script_args)
+    checkpoint = prepare_run(training_args)
     # The main process goes first: it builds or caches the model and data, and the other ranks then read its files
     # instead of racing to write the same ones.
     with training_args.main_process_first(local=False, desc="model and dataset"):
@@ -113,10 +121,11 @@ def main(argv: list[str] | None = None) -> None:
     check_columns(train_dataset, script_args.dataset_name)
 
     tokenizer = load_tokenizer(model_path, model_args, training_args)
+    check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
     configure_model_loading(training_args, model_args)
     trainer = build_trainer(model_path, reward_funcs, training_args, train_dataset, tokenizer, model_args)
 
-    trainer.train(resume_from_checkpoint=find_resume_checkpoint(training_args))
+    trainer.train(resume_from_checkpoint=checkpoint)
     save(trainer, training_args.output_dir)
     print_summary(trainer, training_args.output_dir)
 
