@@ -99,7 +99,7 @@ def check_prompt_lengths(dataset, tokenizer, model_path: str, max_completion_len
     context = model_context(model_path)
     if context is None:
         return
-    lengths = prompt_lengths(dataset["prompt"], tokenizer)
+    lengths = prompt_lengths(list(dataset["prompt"]), tokenizer)
     budget = context - (max_completion_length or 0)
     too_long = [i for i, n in enumerate(lengths) if n > budget]
     if too_long:
