@@ -71,6 +71,29 @@ def check_script_args(script_args) -> None:
     script_args.reward_kwargs = parse_reward_kwargs(script_args.reward_kwargs)
 
 
+def check_recipe(script_args, training_args, model_args) -> None:
+    """Every check of the three parsed dataclasses that needs no model: ranges, JSON fields, cross-field counts."""
+    check_script_args(script_args)
+    if not model_args.model_name_or_path:
+        raise InputError("model_name_or_path is not set: give a Hub id, a local folder or 'builtin:tiny'.")
+    num_rewards = len(script_args.reward_funcs or [])
+    for name in ("reward_weights", "reward_weights_final"):
+        weights = getattr(training_args, name, None)
+        if weights is not None and len(weights) != num_rewards:
+            raise InputError(
+                f"{name} has {len(weights)} weights for {num_rewards} reward functions {script_args.reward_funcs}: "
+                "give one per reward, in the same order."
+            )
+
+
+def check_rewards(reward_funcs: list, training_args) -> None:
+    """Apply ``reward_conditions`` to the built reward functions once, as the trainer will, so an unknown name fails
+    before the model is loaded (wrapping is pure: nothing is called)."""
+    from gdpo_trl.rewards.conditioned import apply_reward_conditions
+
+    apply_reward_conditions(list(reward_funcs), getattr(training_args, "reward_conditions", None))
+
+
 def model_context(model_path: str) -> int | None:
     """How many positions the model at ``model_path`` has (None when its config does not say)."""
     from transformers import AutoConfig
@@ -84,7 +107,7 @@ def prompt_lengths(prompts: list, tokenizer) -> list[int]:
     """Token counts of ``prompts`` as the trainer will feed them (chat template and generation prompt applied)."""
     if prompts and not isinstance(prompts[0], str):
         ids = tokenizer.apply_chat_template(prompts, add_generation_prompt=True, tokenize=True)
-        ids = ids["input_ids"] if isinstance(ids, dict) else ids
+        ids = ids["input_ids"] if hasattr(ids, "keys") else ids  # transformers 5 returns a BatchEncoding
     else:
         ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
     return [len(x) for x in ids]

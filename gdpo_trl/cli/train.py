@@ -27,7 +27,7 @@ from trl import ModelConfig, ScriptArguments, TrlParser
 from gdpo_trl.checkpoints import prepare_run
 from gdpo_trl.cli.errors import cli_errors, input_stage
 from gdpo_trl.config import GDPOConfig
-from gdpo_trl.validation import check_prompt_lengths, check_recipe_yaml, check_script_args
+from gdpo_trl.validation import check_prompt_lengths, check_recipe, check_recipe_yaml, check_rewards
 
 logger = logging.getLogger("gdpo_trl.train")
 
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     check_recipe_yaml(argv)
     with input_stage("recipe"):
         script_args, training_args, model_args = parse_args(argv)
-    check_script_args(script_args)
+    check_recipe(script_args, training_args, model_args)
     setup_logging(training_args)
     set_threads(script_args.cpu_threads)
     set_seed(training_args.seed)
@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     # Everything that can be checked without loading a model is checked first, so a bad recipe fails in seconds.
     check_vllm(training_args)
     reward_funcs = build_reward_funcs(script_args)
+    check_rewards(reward_funcs, training_args)
     checkpoint = prepare_run(training_args)
     # The main process goes first: it builds or caches the model and data, and the other ranks then read its files
     # instead of racing to write the same ones.
