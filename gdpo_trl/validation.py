@@ -74,8 +74,15 @@ def check_script_args(script_args) -> None:
 def check_recipe(script_args, training_args, model_args) -> None:
     """Every check of the three parsed dataclasses that needs no model: ranges, JSON fields, cross-field counts."""
     check_script_args(script_args)
-    if not model_args.model_name_or_path:
-        raise InputError("model_name_or_path is not set: give a Hub id, a local folder or 'builtin:tiny'.")
+    check_model_source(model_args.model_name_or_path)
+    if training_args.use_vllm:
+        from trl.import_utils import is_vllm_available  # looks the package up without importing it
+
+        if not is_vllm_available():
+            raise InputError(
+                "use_vllm is true but vLLM is not installed: `pip install gdpo-trl[vllm]`, or set `use_vllm: false` "
+                "(generation then runs in transformers, slower)."
+            )
     num_rewards = len(script_args.reward_funcs or [])
     for name in ("reward_weights", "reward_weights_final"):
         weights = getattr(training_args, name, None)
@@ -84,6 +91,14 @@ def check_recipe(script_args, training_args, model_args) -> None:
                 f"{name} has {len(weights)} weights for {num_rewards} reward functions {script_args.reward_funcs}: "
                 "give one per reward, in the same order."
             )
+
+
+def check_model_source(name: str | None) -> None:
+    """A missing model name, or a local path (absolute, relative with ./ or ../, or ~) that is no folder."""
+    if not name:
+        raise InputError("model_name_or_path is not set: give a Hub id, a local folder or 'builtin:tiny'.")
+    if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().is_dir():
+        raise InputError(f"model_name_or_path {name!r} is not a folder: give a saved model's folder or a Hub id.")
 
 
 def check_rewards(reward_funcs: list, training_args) -> None:

@@ -142,6 +142,9 @@ TRAIN_ROWS = [
     ("max_train_samples_negative", {"max_train_samples": -5}, [], None, ["max_train_samples=-5"]),
     ("synthetic_size_0", {"dataset_name": "synthetic", "synthetic_size": 0}, [], None, ["synthetic_size=0"]),
     ("model_missing", {"model_name_or_path": None}, [], None, ["model_name_or_path is not set"]),
+    ("model_path_missing", {"model_name_or_path": "{tmp}/no-model"}, [], None, ["no-model", "not a folder"]),
+    ("model_builtin_unknown", {"model_name_or_path": "builtin:nosuch"}, [], None, ["builtin:nosuch"]),
+    ("dataset_hub_offline", {"dataset_name": "nosuch-org/nosuch-data"}, [], None, ["nosuch-org/nosuch-data"]),
     ("reward_kwargs_bad_json", {}, ["--reward_kwargs", "{bad"], None, ["reward_kwargs", "not valid JSON"]),
     ("reward_kwargs_not_nested", {"reward_kwargs": {"format": 3}}, [], None, ["reward_kwargs must map"]),
     ("reward_kwargs_unknown_arg", {"reward_kwargs": {"format": {"nonsense": 10}}}, [], None, ["format", "nonsense"]),
@@ -464,3 +467,15 @@ async def _fast_async(completions, **kwargs):
 
 def test_the_table_has_at_least_forty_rows():
     assert len(TRAIN_ROWS) + len(EVAL_ROWS) + len(API_ROWS) >= 40
+
+
+def test_use_vllm_without_vllm_is_one_line(tmp_path, capsys, monkeypatch):
+    import trl.import_utils
+
+    monkeypatch.setattr(trl.import_utils, "is_vllm_available", lambda: False)
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump({**BASE_RECIPE, "use_vllm": True}))
+    code, err = run_cli(train_main, ["--config", str(config), "--output_dir", str(tmp_path / "out")], capsys)
+    assert code == 2
+    assert_one_line_error(err, "gdpo-train", ["use_vllm", "vLLM is not installed"])
+    assert not (tmp_path / "out").exists()

@@ -24,17 +24,18 @@ EXIT_INPUT_ERROR = 2  # argparse's status for a usage error
 
 
 @contextlib.contextmanager
-def input_stage(what: str | None = None) -> Iterator[None]:
+def input_stage(what: str | None = None, *also: type[BaseException]) -> Iterator[None]:
     """Treat ``ValueError``/``TypeError``/``FileNotFoundError`` raised inside as input errors.
 
     For code that only reads the user's input (parsing the recipe, checking data) but raises plain exceptions, such
-    as TRL's own ``GRPOConfig`` checks. ``what`` prefixes the message (e.g. ``"recipe"``).
+    as TRL's own ``GRPOConfig`` checks. ``what`` prefixes the message (e.g. ``"recipe"``); ``also`` adds exception
+    types, e.g. ``OSError`` around loading a model or dataset (not found, Hub unreachable offline).
     """
     try:
         yield
     except InputError:
         raise
-    except (ValueError, TypeError, FileNotFoundError, NotADirectoryError) as error:
+    except (ValueError, TypeError, FileNotFoundError, NotADirectoryError, *also) as error:
         prefix = f"{what}: " if what else ""
         raise InputError(f"{prefix}{error}") from error
 

@@ -116,7 +116,10 @@ def main(argv: list[str] | None = None) -> None:
     checkpoint = prepare_run(training_args)
     # The main process goes first: it builds or caches the model and data, and the other ranks then read its files
     # instead of racing to write the same ones.
-    with training_args.main_process_first(local=False, desc="model and dataset"):
+    with (
+        input_stage("model or dataset", OSError),
+        training_args.main_process_first(local=False, desc="model and dataset"),
+    ):
         model_path = resolve_model_path(model_args)
         train_dataset = load_dataset_for(script_args)
     check_columns(train_dataset, script_args.dataset_name)
