@@ -14,6 +14,9 @@ Examples:
 Writes summary.json (metrics and settings) and completions.jsonl (every completion with its rewards) to
 --output_dir, by default <model or adapter folder>/eval-<dataset>-<split> for local weights, else
 eval-outputs/<model>-<dataset>-<split>.
+
+A mistake in the arguments or the data stops with one line `gdpo-eval: error: ...` and exit status 2; add --debug
+(or set GDPO_TRL_DEBUG=1) to see its traceback too.
 """
 
 from __future__ import annotations
