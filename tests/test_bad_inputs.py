@@ -470,9 +470,10 @@ def test_the_table_has_at_least_forty_rows():
 
 
 def test_use_vllm_without_vllm_is_one_line(tmp_path, capsys, monkeypatch):
-    import trl.import_utils
+    import importlib
 
-    monkeypatch.setattr(trl.import_utils, "is_vllm_available", lambda: False)
+    # trl is a lazy module: reach its import_utils through importlib, not attribute access.
+    monkeypatch.setattr(importlib.import_module("trl.import_utils"), "is_vllm_available", lambda: False)
     config = tmp_path / "recipe.yaml"
     config.write_text(yaml.safe_dump({**BASE_RECIPE, "use_vllm": True}))
     code, err = run_cli(train_main, ["--config", str(config), "--output_dir", str(tmp_path / "out")], capsys)
