@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from trl import GRPOConfig
 
-from .rewards.conditioned import parse_condition
+from .errors import InputError
+from .rewards.conditioned import check_condition_graph, parse_condition
 
 AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize")
 SCALES = ("group", "batch", "none")
@@ -50,6 +53,16 @@ class GDPOConfig(GRPOConfig):
             first step to these at the last, and are logged as `reward_weights/<name>`. Under GDPO only weights
             change the balance between rewards: multiplying a reward's raw values by a constant changes nothing,
             since group normalization cancels it. A weight may not change sign along the way.
+
+    Parameters that guard a run:
+
+        reward_timeout (`float`, *optional*, defaults to `600`):
+            Seconds one call of a reward function may take (sync or async) before training stops with an error
+            naming it, instead of hanging forever. `None` or `0` waits without limit.
+        overwrite_output_dir (`bool`, *optional*, defaults to `False`):
+            `gdpo-train` refuses to start in an `output_dir` that holds an earlier run's checkpoints or model unless
+            it resumes it (`resume_from_checkpoint`) or this is `True`, which deletes that run's checkpoints and
+            model first.
     """
 
     _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["reward_conditions"]
@@ -87,15 +100,38 @@ class GDPOConfig(GRPOConfig):
         },
     )
 
+    reward_timeout: float | None = field(
+        default=600.0,
+        metadata={
+            "help": "Seconds one call of a reward function may take (sync or async) before training stops with an "
+            "error naming it, instead of hanging. 0 or null: no limit."
+        },
+    )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "Start over in an output_dir that holds an earlier run: delete its checkpoints and model first. "
+            "Without it (and without resume_from_checkpoint) gdpo-train refuses to start there."
+        },
+    )
+
     def __post_init__(self):
+        # Checked before GRPOConfig's own checks, which would fail on these with a ZeroDivisionError or an
+        # AttributeError that names no field.
+        if isinstance(self.num_generations, int) and self.num_generations < 2:
+            raise InputError(
+                f"num_generations={self.num_generations}: GRPO and GDPO compare completions within a group, so each "
+                "prompt needs at least 2 generations (8 or 16 is usual)."
+            )
+        self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
         super().__post_init__()
         if self.multi_objective_aggregation not in AGGREGATIONS:
-            raise ValueError(
+            raise InputError(
                 f"multi_objective_aggregation={self.multi_objective_aggregation!r} is not supported: use "
                 "'normalize_then_sum' (GDPO) or 'sum_then_normalize' (GRPO)."
             )
         if self.scale_rewards not in SCALES:
-            raise ValueError(f"scale_rewards={self.scale_rewards!r} is not supported: use one of {list(SCALES)}.")
+            raise InputError(f"scale_rewards={self.scale_rewards!r} is not supported: use one of {list(SCALES)}.")
         if self.multi_objective_aggregation == "normalize_then_sum" and self.scale_rewards != "group":
             warnings.warn(
                 f"scale_rewards={self.scale_rewards!r} has no effect under GDPO (multi_objective_aggregation="
@@ -105,28 +141,75 @@ class GDPOConfig(GRPOConfig):
                 UserWarning,
                 stacklevel=3,
             )
+        if self.multi_objective_aggregation == "sum_then_normalize" and not self.gdpo_batch_norm:
+            # An error, not a warning: the user asked for the GDPO ablation without batch normalization but would
+            # get plain GRPO, and the run's results would be read as that ablation.
+            raise InputError(
+                "gdpo_batch_norm=false has no effect with multi_objective_aggregation='sum_then_normalize' (GRPO has "
+                "no batch-normalization step to turn off): for GDPO without batch normalization set "
+                "multi_objective_aggregation='normalize_then_sum'; for GRPO remove gdpo_batch_norm."
+            )
         for spec in (self.reward_conditions or {}).values():
             parse_condition(spec)  # raises on a malformed condition, before any model is loaded
+        check_condition_graph(self.reward_conditions)
+        if self.reward_weights is not None:
+            check_weights(self.reward_weights, "reward_weights")
         if self.reward_weights_final is not None:
+            check_weights(self.reward_weights_final, "reward_weights_final")
             check_weight_schedule(self.reward_weights, self.reward_weights_final)
+        if self.reward_timeout is not None and not (self.reward_timeout >= 0 and math.isfinite(self.reward_timeout)):
+            raise InputError(f"reward_timeout={self.reward_timeout}: give seconds > 0, or 0/null for no limit.")
+
+
+def parse_json_dict(value, name: str) -> dict | None:
+    """A dict field given as a JSON string on the command line -> the dict; malformed JSON names the field."""
+    if value is None or isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError as error:
+        raise InputError(f"{name} is not valid JSON ({error.msg} at character {error.pos}): {value!r}") from None
+    if not isinstance(parsed, dict):
+        raise InputError(f'{name} must be a JSON object such as {{"length": "correctness"}}; got {value!r}.')
+    return parsed
+
+
+def check_weights(weights: list[float], name: str) -> None:
+    """Error for weights that cannot train (non-finite, all zero); a warning when every weight is negative."""
+    bad = [(i, w) for i, w in enumerate(weights) if not math.isfinite(w)]
+    if bad:
+        i, w = bad[0]
+        raise InputError(
+            f"{name}[{i}] is {w}: weights must be finite numbers (a NaN drops that reward, an infinity turns the "
+            "loss into NaN or 0)."
+        )
+    if weights and not any(weights):
+        raise InputError(f"{name} are all zero: no reward would be left to learn from (loss and gradient 0).")
+    if weights and all(w < 0 for w in weights):
+        warnings.warn(
+            f"{name} are all negative ({list(weights)}): every reward will be trained DOWN (treated as a penalty). "
+            "If that is not what you want, use positive weights.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def check_weight_schedule(start: list[float] | None, final: list[float], num_rewards: int | None = None) -> None:
     """Raise ``ValueError`` for a schedule whose lengths differ, that flips a weight's sign or ends all zero."""
     if num_rewards is not None and len(final) != num_rewards:
-        raise ValueError(
+        raise InputError(
             f"reward_weights_final has {len(final)} weights for {num_rewards} reward functions: give one per reward."
         )
     if start is not None and len(start) != len(final):
-        raise ValueError(
+        raise InputError(
             f"reward_weights has {len(start)} weights but reward_weights_final has {len(final)}: they must match."
         )
     start = start if start is not None else [1.0] * len(final)
     for i, (a, b) in enumerate(zip(start, final, strict=True)):
         if a * b < 0:
-            raise ValueError(
+            raise InputError(
                 f"Reward weight {i} would change sign from {a} to {b}: a schedule may scale a reward, not turn a "
                 "reward into a penalty. Use 0 to switch it off."
             )
     if not any(final):
-        raise ValueError("reward_weights_final are all zero: no reward would be left to learn from at the end.")
+        raise InputError("reward_weights_final are all zero: no reward would be left to learn from at the end.")

@@ -22,18 +22,20 @@ TRL internals this relies on (checked against trl 1.16; the package pins ``trl>=
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import torch
-from torch import nn
 from transformers.utils import logging
 from trl import GRPOTrainer
-from trl.trainer.utils import get_callable_name, is_async_callable
 
 from .advantages import gdpo_advantages, gdpo_token_advantages, gdpo_token_reward_terms, grpo_advantages
 from .config import GDPOConfig, check_weight_schedule
 from .diagnostics import reward_diagnostics
+from .reward_checks import (  # noqa: F401 - re-exported: tests and users import them from here
+    CheckedAsyncReward,
+    CheckedReward,
+    RewardFunctionError,
+    check_reward_funcs,
+    check_reward_output,
+)
 from .rewards.conditioned import apply_reward_conditions
 from .rewards.process import attach_process_rewards, check_process_settings
 from .token_rewards import (
@@ -46,87 +48,6 @@ from .token_rewards import (
 )
 
 logger = logging.get_logger(__name__)
-
-
-class RewardFunctionError(RuntimeError):
-    """A reward function raised; the message names it and the original exception is chained."""
-
-
-def check_reward_output(output, num_completions: int, name: str) -> None:
-    """Fail early, naming the function, when a reward function's output is not one finite number (or None) each."""
-    if isinstance(output, (str, bytes)) or not hasattr(output, "__len__"):
-        raise ValueError(
-            f"Reward function '{name}' returned {type(output).__name__}; it must return a list with one float "
-            f"(or None) per completion ({num_completions} here)."
-        )
-    if len(output) != num_completions:
-        raise ValueError(
-            f"Reward function '{name}' returned {len(output)} values for {num_completions} completions; it must "
-            "return exactly one float (or None, meaning 'does not apply') per completion, in order."
-        )
-    for i, value in enumerate(output):
-        if value is None:
-            continue
-        if isinstance(value, torch.Tensor) and value.numel() == 1:
-            value = value.item()
-        if not isinstance(value, numbers.Real) or math.isinf(value):
-            raise ValueError(
-                f"Reward function '{name}' returned {value!r} for completion {i}; each value must be a finite "
-                "number, or None when the reward does not apply."
-            )
-
-
-class CheckedReward:
-    """Wraps a reward function so an exception or a malformed output names the function.
-
-    A class rather than a closure so it stays picklable, and with the wrapped function's ``__name__`` so TRL logs it
-    under the same metric name (``rewards/<name>/mean``).
-    """
-
-    def __init__(self, func):
-        self.func = func
-        self.__name__ = get_callable_name(func)
-
-    def _raise(self, error: Exception):
-        raise RewardFunctionError(
-            f"Reward function '{self.__name__}' raised {type(error).__name__}: {error}"
-        ) from error
-
-    def __call__(self, **kwargs):
-        try:
-            output = self.func(**kwargs)
-        except Exception as error:  # noqa: BLE001 - re-raised with the function's name
-            self._raise(error)
-        check_reward_output(output, len(kwargs["completions"]), self.__name__)
-        return output
-
-
-class CheckedAsyncReward(CheckedReward):
-    """``CheckedReward`` for ``async`` reward functions (TRL runs these concurrently)."""
-
-    async def __call__(self, **kwargs):
-        try:
-            output = await self.func(**kwargs)
-        except Exception as error:  # noqa: BLE001
-            self._raise(error)
-        check_reward_output(output, len(kwargs["completions"]), self.__name__)
-        return output
-
-
-def check_reward_funcs(reward_funcs):
-    """Wrap plain callables in ``CheckedReward``; leave reward models (``str`` ids, ``nn.Module``) to TRL."""
-    if reward_funcs is None:
-        return None
-    funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
-    wrapped = []
-    for func in funcs:
-        if isinstance(func, (str, nn.Module, CheckedReward)):
-            wrapped.append(func)
-        elif callable(func):
-            wrapped.append(CheckedAsyncReward(func) if is_async_callable(func) else CheckedReward(func))
-        else:
-            raise TypeError(f"reward_funcs must be callables, model ids or models; got {type(func).__name__}.")
-    return wrapped
 
 
 def scheduled_weights(start: torch.Tensor, final: torch.Tensor, step: int, max_steps: int) -> torch.Tensor:
@@ -178,7 +99,9 @@ class GDPOTrainer(GRPOTrainer):
                 reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
             )
             check_process_settings(args, reward_funcs, process_slots, **kwargs)
-        super().__init__(model, reward_funcs=check_reward_funcs(reward_funcs), args=args, **kwargs)
+        super().__init__(
+            model, reward_funcs=check_reward_funcs(reward_funcs, args.reward_timeout), args=args, **kwargs
+        )
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
         self._process_slots = process_slots
         self._gathered_rewards = None

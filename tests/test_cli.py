@@ -4,6 +4,7 @@ overrides, unknown keys, resuming and early errors."""
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -13,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gdpo_trl.cli.train import find_resume_checkpoint, main, parse_args
+from gdpo_trl.cli.train import main, parse_args
 from gdpo_trl.runs import format_ends, reward_ends
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,39 +138,47 @@ def test_resume_continues_from_the_last_checkpoint(tiny_model_path, tmp_path):
     ]
 
 
-def test_find_resume_checkpoint(tmp_path):
-    def args(value):
-        return SimpleNamespace(resume_from_checkpoint=value, output_dir=str(tmp_path))
-
-    assert find_resume_checkpoint(args(None)) is None
-    assert find_resume_checkpoint(args("false")) is None
-    assert find_resume_checkpoint(args("true")) is None  # nothing to resume: start fresh
-    (tmp_path / "checkpoint-2").mkdir()
-    (tmp_path / "checkpoint-10").mkdir()
-    assert find_resume_checkpoint(args("true")) == str(tmp_path / "checkpoint-10")  # by number, not text
-    assert find_resume_checkpoint(args(True)) == str(tmp_path / "checkpoint-10")  # `resume_from_checkpoint: true`
-    assert find_resume_checkpoint(args(str(tmp_path / "checkpoint-2"))) == str(tmp_path / "checkpoint-2")
-    with pytest.raises(FileNotFoundError, match="checkpoint-3"):
-        find_resume_checkpoint(args(str(tmp_path / "checkpoint-3")))
 
 
-def test_dataset_without_answer_column_fails_early(tiny_model_path, tmp_path):
+def input_error(argv: list[str], capsys) -> str:
+    """The one-line ``gdpo-train: error: ...`` message of a run that must stop with exit status 2."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err  # may begin with progress bars (datasets)
+    assert err.splitlines()[-1].startswith("gdpo-train: error: ") and "Traceback" not in err
+    return err.splitlines()[-1]
+
+
+def test_dataset_without_answer_column_fails_early(tiny_model_path, tmp_path, capsys):
     data = tmp_path / "questions.jsonl"
     data.write_text(json.dumps({"question": "What is 2 + 2?"}) + "\n")
-    with pytest.raises(ValueError, match="answer"):
-        main(["--config", CPU_RECIPE, "--dataset_name", str(data), "--output_dir", str(tmp_path / "run")])
+    err = input_error(
+        [
+            "--config",
+            CPU_RECIPE,
+            "--model_name_or_path",
+            tiny_model_path,
+            "--dataset_name",
+            str(data),
+            "--output_dir",
+            str(tmp_path / "run"),
+        ],
+        capsys,
+    )
+    assert "'answer'" in err
     assert not (tmp_path / "run").exists()  # failed before the trainer was built
 
 
-def test_unknown_reward_fails_early(tmp_path):
-    with pytest.raises(ValueError, match="unknown reward 'no_such_reward'"):
-        main(["--config", CPU_RECIPE, "--reward_funcs", "format", "no_such_reward", "--output_dir", str(tmp_path)])
+def test_unknown_reward_fails_early(tmp_path, capsys):
+    argv = ["--config", CPU_RECIPE, "--reward_funcs", "format", "no_such_reward", "--output_dir", str(tmp_path)]
+    assert "unknown reward 'no_such_reward'" in input_error(argv, capsys)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed")
-def test_use_vllm_without_vllm_says_how_to_fix(tmp_path):
-    with pytest.raises(ImportError, match=r"gdpo-trl\[vllm\].*use_vllm: false"):
-        main(["--config", CPU_RECIPE, "--use_vllm", "true", "--output_dir", str(tmp_path)])
+def test_use_vllm_without_vllm_says_how_to_fix(tmp_path, capsys):
+    err = input_error(["--config", CPU_RECIPE, "--use_vllm", "true", "--output_dir", str(tmp_path)], capsys)
+    assert "gdpo-trl[vllm]" in err and "use_vllm: false" in err
 
 
 def test_summary_table():
@@ -239,9 +248,8 @@ def test_plot_runs_on_two_real_runs_matches_their_logs(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
 
 
-def test_missing_recipe_file_is_named(tmp_path):
-    with pytest.raises(FileNotFoundError, match="Recipe '.*nope.yaml' not found"):
-        main(["--config", str(tmp_path / "nope.yaml")])
+def test_missing_recipe_file_is_named(tmp_path, capsys):
+    assert re.search("Recipe '.*nope.yaml' not found", input_error(["--config", str(tmp_path / "nope.yaml")], capsys))
 
 
 def test_makefile_demo_names_a_recipe_that_exists():

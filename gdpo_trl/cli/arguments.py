@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -113,8 +112,9 @@ def check_unknown(yaml_keys: list[str], cli_args: list[str]) -> None:
 
 def build_reward_funcs(script_args: GDPOScriptArguments) -> list:
     """The recipe's reward functions: registry names or dotted paths, with ``reward_kwargs`` bound (a JSON string on
-    the command line). Unknown names raise a ``ValueError`` listing the known ones."""
+    the command line, parsed by ``validation.check_recipe``). Unknown names raise a ``ValueError`` listing the known
+    ones."""
     from gdpo_trl.rewards import get_reward_funcs
+    from gdpo_trl.validation import parse_reward_kwargs
 
-    kwargs = script_args.reward_kwargs
-    return get_reward_funcs(script_args.reward_funcs, json.loads(kwargs) if isinstance(kwargs, str) else kwargs)
+    return get_reward_funcs(script_args.reward_funcs, parse_reward_kwargs(script_args.reward_kwargs))

@@ -17,6 +17,9 @@ Examples:
 Writes summary.json (metrics and settings) and completions.jsonl (every completion with its rewards) to
 --output_dir, by default <model or adapter folder>/eval-<dataset>-<split> for local weights, else
 eval-outputs/<model>-<dataset>-<split>.
+
+A mistake in the arguments or the data stops with one line `gdpo-eval: error: ...` and exit status 2; add --debug
+(or set GDPO_TRL_DEBUG=1) to see its traceback too.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.eval import BACKENDS, DEFAULT_REWARDS, DTYPES, EvaluationInputError, evaluate, format_summary
 
 
@@ -87,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@cli_errors("gdpo-eval", input_errors=(EvaluationInputError,))
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

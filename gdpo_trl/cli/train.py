@@ -9,17 +9,22 @@ Usage::
 
 The YAML holds flat keys of three dataclasses: :class:`GDPOScriptArguments` (data and rewards), ``GDPOConfig``
 (training) and TRL's ``ModelConfig`` (model and LoRA), plus an optional ``env:`` block of environment variables.
-Run ``gdpo-train --help`` for every field.
+Run ``gdpo-train --help`` for every field. Input errors print one line and exit 2; ``--debug`` or
+``GDPO_TRL_DEBUG=1`` shows the traceback.
 """
 
 from __future__ import annotations
 
+from gdpo_trl.checkpoints import prepare_run
 from gdpo_trl.cli.arguments import DATACLASSES, GDPOScriptArguments, build_reward_funcs, parse_args  # noqa: F401
+from gdpo_trl.cli.errors import cli_errors, input_stage
 from gdpo_trl.cli.offline import check_model_available_offline
-from gdpo_trl.cli.resume import find_resume_checkpoint
 from gdpo_trl.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
+from gdpo_trl.engines import check_fsdp_engaged, shutdown_distributed
+from gdpo_trl.validation import check_prompt_lengths, check_recipe, check_recipe_yaml, check_rewards
 
 
+@cli_errors("gdpo-train")
 def main(argv: list[str] | None = None) -> None:
     """Parse, data, rewards, model, trainer, train, save: the whole of ``gdpo-train``."""
     import torch
@@ -32,19 +37,28 @@ def main(argv: list[str] | None = None) -> None:
 
     # 1. Parse the recipe and flags (flags win), and set up this process.
     quiet_known_warnings()
-    script_args, training_args, model_args = parse_args(argv)
+    check_recipe_yaml(argv)
+    with input_stage("recipe"):
+        script_args, training_args, model_args = parse_args(argv)
+    check_recipe(script_args, training_args, model_args)  # ranges, JSON fields, weight counts, vLLM installed
+    check_fsdp_engaged()  # an FSDP config on a CPU-only machine would silently run DDP
     setup_logging(training_args.get_process_log_level())
     bound_completions_logging(training_args)
     if script_args.cpu_threads is not None:  # the recipe's `env:` is read after torch is imported: too late for OMP
         torch.set_num_threads(script_args.cpu_threads)
     set_seed(training_args.seed)
 
-    # 2. Rewards and vLLM first: a misspelled name or a missing package fails in a second, before any model loads.
-    check_vllm(training_args.use_vllm)
+    # 2. Rewards and the output folder first: a misspelled name or an earlier run in the way fails in a second,
+    # before any model loads.
     reward_funcs = build_reward_funcs(script_args)
+    check_rewards(reward_funcs, training_args)
+    checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
 
     # 3. Model and data. The main process goes first: it builds or caches them, and the other ranks read its files.
-    with training_args.main_process_first(local=False, desc="model and dataset"):
+    with (
+        input_stage("model or dataset", OSError),
+        training_args.main_process_first(local=False, desc="model and dataset"),
+    ):
         model_path = resolve_model(model_args.model_name_or_path or "")
         check_model_available_offline(model_path)
         train_dataset = load_source(script_args.dataset_name, **source_options(script_args))
@@ -53,6 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     if tokenizer.pad_token is None:  # GRPO pads prompts and completions
         tokenizer.pad_token = tokenizer.eos_token
+    check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
     # The trainer loads the model from its path (so ZeRO-3 can shard it while loading) with ModelConfig's dtype and
     # attention; `model_init_kwargs` set in the recipe win.
     training_args.model_init_kwargs = {
@@ -75,22 +90,12 @@ def main(argv: list[str] | None = None) -> None:
     use_compact_progress(trainer)
 
     # 5. Train, save the model (or adapter), tokenizer and trainer_state.json, and print the rewards before/after.
-    trainer.train(resume_from_checkpoint=find_resume_checkpoint(training_args))
+    trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(training_args.output_dir)  # under ZeRO-3 this gathers the shards
     trainer.save_state()
     if trainer.accelerator.is_main_process:
         print(final_summary(trainer, training_args.output_dir), flush=True)
-
-
-def check_vllm(use_vllm: bool) -> None:
-    """Fail before any model is loaded when vLLM generation is asked for but vLLM is not installed."""
-    from trl.import_utils import is_vllm_available  # looks the package up without importing it
-
-    if use_vllm and not is_vllm_available():
-        raise ImportError(
-            "use_vllm is true but vLLM is not installed: `pip install gdpo-trl[vllm]`, or set `use_vllm: false` "
-            "(generation then runs in transformers, slower)."
-        )
+    shutdown_distributed()  # before the interpreter exits: a ZeRO-3 rank could abort otherwise (gdpo_trl.engines)
 
 
 def source_options(script_args: GDPOScriptArguments) -> dict:

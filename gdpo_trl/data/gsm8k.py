@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from gdpo_trl.errors import InputError
+from gdpo_trl.rewards.gsm8k import _parse_number
 
 if TYPE_CHECKING:
     import datasets
@@ -34,15 +38,54 @@ def make_prompt(question: str) -> list[dict]:
 def parse_gold_answer(solution: str, row: int | None = None) -> str:
     """Return the gold answer of a GSM8K solution: the text after its last ``####``, stripped.
 
-    Raises ``ValueError`` (naming ``row`` when given) if there is no ``####`` or nothing follows it.
+    Raises ``InputError`` (a ``ValueError``, naming ``row`` when given) if the solution is not a string, has no
+    ``####``, nothing follows it, or what follows is not a plain number (``seventy-two``, ``5 dollars``, ``1e3``):
+    the correctness reward could never match it, so that row would train with correctness stuck at 0.
     """
+    where = f"row {row}" if row is not None else "solution"
+    if not isinstance(solution, str):
+        raise InputError(
+            f"GSM8K {where}: 'answer' is {solution!r} ({type(solution).__name__}); it must be a solution string "
+            "ending in '#### <number>', e.g. '... so 72 clips.\\n#### 72'."
+        )
     _, sep, tail = solution.rpartition("####")
     gold = tail.strip()
     if not sep or not gold:
-        where = f"row {row}" if row is not None else "solution"
         problem = "has no '####' marker" if not sep else "has nothing after its last '####'"
-        raise ValueError(f"GSM8K {where} {problem}; solution starts with: {solution[:80]!r}")
+        raise InputError(f"GSM8K {where} {problem}; solution starts with: {solution[:80]!r}")
+    if _parse_number(gold) is None:
+        raise InputError(
+            f"GSM8K {where}: gold answer {gold!r} is not a plain number (digits, optional sign, thousands commas, "
+            "decimals), so no completion could ever match it; write it as '#### 72'."
+        )
     return gold
+
+
+def check_rows(questions: list, solutions: list) -> None:
+    """Check every row before any is converted, so a bad one fails the load naming its index and value."""
+    for index, (question, solution) in enumerate(zip(questions, solutions, strict=True)):
+        if not isinstance(question, str) or not question.strip():
+            raise InputError(f"GSM8K row {index}: 'question' is {question!r}; it must be a non-empty string.")
+        parse_gold_answer(solution, index)
+
+
+def check_jsonl(path: Path) -> None:
+    """Fail naming the file and line for an empty file or a line that is not a JSON object (``datasets`` names
+    neither)."""
+    rows = 0
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{path}:{number}: each line must be a JSON object, got {type(row).__name__}")
+            rows += 1
+    if rows == 0:
+        raise InputError(f"GSM8K data file {path} is empty: it needs one JSON object per line.")
 
 
 def to_gdpo_example(row: dict, index: int) -> dict:
@@ -70,9 +113,17 @@ def _load_raw(source: str, split: str, config: str) -> datasets.Dataset:
     builder = _BUILDERS.get(path.suffix.lower())
     if builder is None:
         supported = ", ".join(sorted(_BUILDERS))
-        raise ValueError(f"Unsupported GSM8K file type {path.suffix!r} for {path}; supported: {supported}")
+        raise InputError(f"Unsupported GSM8K file type {path.suffix!r} for {path}; supported: {supported}")
+    if path.suffix.lower() == ".jsonl":
+        check_jsonl(path)
+    elif path.stat().st_size == 0:
+        raise InputError(f"GSM8K data file {path} is empty.")
     # A single file has no splits: the builder puts all of it under "train".
-    return datasets.load_dataset(builder, data_files=str(path), split="train")
+    try:
+        return datasets.load_dataset(builder, data_files=str(path), split="train")
+    except datasets.exceptions.DatasetGenerationError as error:
+        cause = error.__cause__ or error
+        raise InputError(f"cannot read GSM8K data file {path}: {type(cause).__name__}: {cause}") from error
 
 
 def load_gsm8k(
@@ -97,15 +148,16 @@ def load_gsm8k(
     ``FileNotFoundError`` for a local path that does not exist.
     """
     if limit is not None and limit < 0:
-        raise ValueError(f"limit must be >= 0 or None, got {limit}")
+        raise InputError(f"limit must be >= 0 or None, got {limit}")
     raw = _load_raw(source, split, config)
 
     missing = [col for col in REQUIRED_COLUMNS if col not in raw.column_names]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"GSM8K source {source!r} is missing required column(s) {missing}; found columns {raw.column_names}"
         )
     if limit is not None:
         raw = raw.select(range(min(limit, len(raw))))
+    check_rows(raw["question"], raw["answer"])
     # Removing every original column drops extras; the new "answer" replaces the raw solution text.
     return raw.map(to_gdpo_example, with_indices=True, remove_columns=raw.column_names, desc="GSM8K -> GDPO")

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from collections import Counter
 from collections.abc import Callable
 
+from gdpo_trl.errors import InputError
 from gdpo_trl.rewards.gsm8k import correctness_reward, extract_answer, format_reward, integer_reward
 from gdpo_trl.rewards.length import length_reward
 
@@ -59,18 +61,18 @@ def _import_path(path: str) -> Callable:
     module_name, _, attr = path.rpartition(".")
     # Empty segments (".fn", "pkg..fn", "pkg.") would reach importlib as relative or malformed names.
     if not all(path.split(".")):
-        raise ValueError(f"reward path {path!r} is not a valid dotted path like 'my_pkg.rewards.my_fn'")
+        raise InputError(f"reward path {path!r} is not a valid dotted path like 'my_pkg.rewards.my_fn'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"reward path {path!r}: cannot import module {module_name!r} ({exc})") from exc
+        raise InputError(f"reward path {path!r}: cannot import module {module_name!r} ({exc})") from exc
     try:
         obj = getattr(module, attr)
     except AttributeError as exc:
-        raise ValueError(f"reward path {path!r}: module {module_name!r} has no attribute {attr!r}") from exc
+        raise InputError(f"reward path {path!r}: module {module_name!r} has no attribute {attr!r}") from exc
     if not callable(obj):
         # ValueError, not TypeError: callers handle every bad reward name or path through one exception type.
-        raise ValueError(f"reward path {path!r}: {attr!r} is a {type(obj).__name__}, which is not callable")
+        raise InputError(f"reward path {path!r}: {attr!r} is a {type(obj).__name__}, which is not callable")
     return obj
 
 
@@ -90,7 +92,7 @@ def get_reward_func(name: str) -> Callable:
         return REWARD_FUNCS[name]
     except KeyError:
         known = ", ".join(sorted(REWARD_FUNCS))
-        raise ValueError(
+        raise InputError(
             f"unknown reward {name!r}; known rewards: {known}. "
             "Custom reward functions can be given as a dotted import path, e.g. 'my_pkg.rewards.my_fn'."
         ) from None
@@ -111,6 +113,30 @@ def reward_name(func: Callable) -> str:
     return getattr(func, "__name__", type(func).__name__)
 
 
+def check_reward_kwargs(name: str, func: Callable, kwargs) -> None:
+    """Raise ``ValueError`` when ``kwargs`` is not a dict or names an argument ``func`` does not declare.
+
+    Only explicit parameters count: TRL passes every dataset column to a reward function, so most of them take
+    ``**kwargs``, which would swallow a misspelled argument without a word.
+    """
+    if kwargs is None:
+        return
+    if not isinstance(kwargs, dict):
+        raise InputError(f"reward_kwargs for {name!r} must be a mapping of argument to value, got {kwargs!r}")
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # some builtins and C callables have no signature to check against
+        return
+    declared = [p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    unknown = sorted(set(kwargs) - set(declared))
+    if unknown:
+        takes = [p for p in declared if p not in ("prompts", "completions", "completion_ids")]
+        raise InputError(
+            f"reward_kwargs for {name!r}: {reward_name(func)} has no argument {', '.join(map(repr, unknown))} "
+            f"(it takes {takes or 'no keyword arguments'})"
+        )
+
+
 def get_reward_funcs(names: list[str], kwargs: dict[str, dict] | None = None) -> list[Callable]:
     """Resolve each of ``names`` with :func:`get_reward_func`, keeping order.
 
@@ -120,24 +146,27 @@ def get_reward_funcs(names: list[str], kwargs: dict[str, dict] | None = None) ->
     Raises:
         TypeError: if ``names`` is a single string rather than a list of names.
         ValueError: if a name is repeated, or two names resolve to callables TRL would log under the same metric
-            name; or if any name cannot be resolved.
+            name; if any name cannot be resolved; or if ``kwargs`` names an argument the function does not declare
+            (see :func:`check_reward_kwargs`).
     """
     if isinstance(names, str):
         raise TypeError(f"expected a list of reward names, got the string {names!r}; wrap it in a list")
     repeated = sorted(name for name, count in Counter(names).items() if count > 1)
     if repeated:
-        raise ValueError(f"duplicate reward names {repeated}: TRL would log them under the same metric name")
+        raise InputError(f"duplicate reward names {repeated}: TRL would log them under the same metric name")
     kwargs = dict(kwargs or {})
     unknown = sorted(set(kwargs) - set(names))
     if unknown:
-        raise ValueError(f"reward_kwargs names {unknown}, which are not among the reward functions {list(names)}")
+        raise InputError(f"reward_kwargs names {unknown}, which are not among the reward functions {list(names)}")
     funcs = [get_reward_func(name) for name in names]
+    for name, func in zip(names, funcs, strict=True):
+        check_reward_kwargs(name, func, kwargs.get(name))
     funcs = [functools.partial(f, **kwargs[n]) if kwargs.get(n) else f for n, f in zip(names, funcs, strict=True)]
     seen: dict[str, str] = {}
     for name, func in zip(names, funcs, strict=True):
         metric = reward_name(func)
         if metric in seen:
-            raise ValueError(
+            raise InputError(
                 f"rewards {seen[metric]!r} and {name!r} are both named {metric!r}: TRL would log them under the same "
                 "metric name"
             )
