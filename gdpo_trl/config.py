@@ -10,11 +10,19 @@ from typing import Any
 
 from trl import GRPOConfig
 
+from .advantages import SCALES
 from .errors import InputError
 from .rewards.conditioned import check_condition_graph, parse_condition
 
 AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize")
-SCALES = ("group", "batch", "none")
+
+
+def accelerator_available() -> bool:
+    """Whether torch sees a GPU-like device (CUDA/ROCm, XPU or Apple MPS) that bf16 training can use."""
+    import torch
+
+    xpu = getattr(torch, "xpu", None)
+    return torch.cuda.is_available() or bool(xpu and xpu.is_available()) or torch.backends.mps.is_available()
 
 
 @dataclass
@@ -34,6 +42,9 @@ class GDPOConfig(GRPOConfig):
             As in TRL: `"group"`, `"batch"` or `"none"`. Used by GRPO and by the single-reward fallback; under GDPO
             each reward is divided by its own group std by definition, so another value warns that it has no
             effect there.
+        bf16 (`bool`, *optional*, defaults to `None`):
+            As in TRL (on unless `fp16`), except that it stays off when `use_cpu` is set or torch sees no GPU-like
+            device, so `GDPOConfig(output_dir=...)` works on a CPU-only machine without flags.
 
     Parameters that control GDPO:
 
@@ -124,6 +135,9 @@ class GDPOConfig(GRPOConfig):
                 "prompt needs at least 2 generations (8 or 16 is usual)."
             )
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
+        if self.bf16 is None and not self.fp16 and (self.use_cpu or not accelerator_available()):
+            # TRL turns bf16 on by default, which transformers refuses on a CPU-only machine; follow the hardware.
+            self.bf16 = False
         super().__post_init__()
         if self.multi_objective_aggregation not in AGGREGATIONS:
             raise InputError(

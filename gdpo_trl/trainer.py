@@ -84,12 +84,16 @@ class GDPOTrainer(GRPOTrainer):
     def __init__(self, model, reward_funcs=None, args: GDPOConfig | None = None, **kwargs):
         if args is None:
             name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
-            args = GDPOConfig(f"{str(name).rstrip('/').split('/')[-1]}-GDPO")
+            args = GDPOConfig(f"{str(name).removeprefix('builtin:').rstrip('/').split('/')[-1]}-GDPO")
         if not isinstance(args, GDPOConfig):
             raise TypeError(
                 f"GDPOTrainer needs a GDPOConfig, got {type(args).__name__}. GDPOConfig takes every GRPOConfig "
                 "field: build it with the same arguments."
             )
+        if isinstance(model, str) and model.startswith("builtin:"):
+            from .demo.tiny import resolve_model  # the offline demo's models; imported only when asked for
+
+            model = resolve_model(model)
         if args.reward_conditions:
             funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
             reward_funcs = apply_reward_conditions(funcs, args.reward_conditions)

@@ -2,8 +2,8 @@
 
 Usage (from the repository root; ~8 minutes on an idle 2-core machine)::
 
-    python scripts/benchmark_engines.py                       # DDP, ZeRO-2, ZeRO-3, FSDP2 on 2 processes
-    .venv-vllm/bin/python scripts/benchmark_engines.py --vllm # the same plus vLLM colocate (make test-vllm's venv)
+    python -m scripts.benchmark_engines                       # DDP, ZeRO-2, ZeRO-3, FSDP2 on 2 processes
+    .venv-vllm/bin/python -m scripts.benchmark_engines --vllm # the same plus vLLM colocate (make test-vllm's venv)
 
 Every engine runs the same thing the engine tests run (tests/engines_launch.py: the CPU recipe with the tiny model,
 toy rewards, 2 processes, `accelerate launch` with the project's config), for `--steps` steps. The step time is the
@@ -19,14 +19,11 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.engines_launch import engine_env, launch  # noqa: E402
+from tests.engines_launch import engine_env, launch
 
 ENGINES = {  # name: (accelerate config, extra environment, extra gdpo-train flags)
     "DDP": ("ddp.yaml", {}, ()),

@@ -1,7 +1,12 @@
 """Shared fixtures: a tiny locally built model, a toy dataset and toy rewards. Everything here is offline."""
 
 import os
+from pathlib import Path
 
+# Scripts the tests launch in child processes (torchrun, accelerate launch, a killed run) import `tests.*`: the
+# repository root on PYTHONPATH lets them, without a sys.path edit in each script.
+_ROOT = str(Path(__file__).resolve().parents[1])
+os.environ["PYTHONPATH"] = os.pathsep.join([_ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

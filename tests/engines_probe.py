@@ -22,10 +22,8 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from gdpo_trl.cli import train as train_cli  # noqa: E402
-from gdpo_trl.trainer import GDPOTrainer  # noqa: E402
+from gdpo_trl.cli import train as train_cli
+from gdpo_trl.trainer import GDPOTrainer
 
 BATCHES: list[dict] = []
 

@@ -14,14 +14,11 @@ import io
 import os
 import signal
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
+from transformers import Trainer
 
-import torch  # noqa: E402
-from transformers import Trainer  # noqa: E402
-
-from gdpo_trl.cli.train import main  # noqa: E402
+from gdpo_trl.cli.train import main
 
 
 def die():

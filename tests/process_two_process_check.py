@@ -4,17 +4,14 @@ outcome rewards and the token advantages it trained on."""
 
 import json
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import pytest
+import torch.distributed as dist
 
-import pytest  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-
-from gdpo_trl import GDPOTrainer  # noqa: E402
-from tests.test_process_rewards import TokenRecorder, char_steps, vary_lengths  # noqa: E402
-from tests.toy import parity_reward, toy_config, toy_dataset  # noqa: E402
+from gdpo_trl import GDPOTrainer
+from tests.test_process_rewards import TokenRecorder, char_steps, vary_lengths
+from tests.toy import parity_reward, toy_config, toy_dataset
 
 monkeypatch = pytest.MonkeyPatch()
 recorder = TokenRecorder(monkeypatch)

@@ -3,16 +3,13 @@ gathered rewards, TRL's native advantages and the advantages GDPOTrainer trained
 
 import json
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import pytest
 
-import pytest  # noqa: E402
-
-from gdpo_trl import GDPOTrainer  # noqa: E402
-from tests.test_trainer import Recorder  # noqa: E402
-from tests.toy import length_mod_reward, parity_reward, toy_config, toy_dataset  # noqa: E402
+from gdpo_trl import GDPOTrainer
+from tests.test_trainer import Recorder
+from tests.toy import length_mod_reward, parity_reward, toy_config, toy_dataset
 
 monkeypatch = pytest.MonkeyPatch()
 recorder = Recorder(monkeypatch)
