@@ -56,7 +56,10 @@ _RESPONSE = r"\n<response>.*?</response>"
 _FORMATS = {
     (False, True): (re.compile(_THINK + _RESPONSE, re.DOTALL), (_RESP_OPEN, _RESP_CLOSE)),
     (True, False): (re.compile(_THINK + _CALLS, re.DOTALL), (_CALL_OPEN, _CALL_CLOSE)),
-    (True, True): (re.compile(_THINK + _CALLS + _RESPONSE, re.DOTALL), (_CALL_OPEN, _CALL_CLOSE, _RESP_OPEN, _RESP_CLOSE)),
+    (True, True): (
+        re.compile(_THINK + _CALLS + _RESPONSE, re.DOTALL),
+        (_CALL_OPEN, _CALL_CLOSE, _RESP_OPEN, _RESP_CLOSE),
+    ),
     (False, False): (re.compile(_THINK, re.DOTALL), ()),
 }
 
