@@ -111,3 +111,39 @@ def test_trace_mix_starts_mid_range():
     assert 0.45 < fmt < 0.55  # 1 - broken_format
     assert 0.5 < corr < 1.6  # half the calls right (3, or 0 for chat), half with a flaw averaging about -0.8
     assert json.loads(json.dumps(texts[:3])) == texts[:3]
+
+
+def test_sft_examples_end_with_eos_and_tool_tags_are_single_tokens():
+    from gdpo_trl.demo.toolcall_task import TOOL_TAGS
+    from gdpo_trl.tiny import build_tokenizer
+
+    tokenizer = build_tokenizer()
+    tokenizer.add_tokens(TOOL_TAGS)
+    for tag in TOOL_TAGS:
+        assert len(tokenizer(tag, add_special_tokens=False)["input_ids"]) == 1
+    for example in sft_dataset(8, seed=0):
+        prompt = tokenizer.apply_chat_template(example["prompt"], add_generation_prompt=True)["input_ids"]
+        full = tokenizer.apply_chat_template(example["prompt"] + example["completion"])["input_ids"]
+        assert full[: len(prompt)] == prompt and tokenizer.eos_token_id in full[len(prompt) :]
+        assert len(full) - len(prompt) < 160  # fits the CPU recipe's max_completion_length
+
+
+def test_short_build_in_a_child_process(tmp_path):
+    """Two SFT steps, built as resolve_toolcall_warmstart builds (a child process): a loadable model whose saved
+    tokenizer keeps the tool tags as single tokens."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    command = [sys.executable, "-m", "gdpo_trl.demo.toolcall_task", str(tmp_path / "ws"), "--steps", "2"]
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "ws")
+    assert len(tokenizer("<tool_call>", add_special_tokens=False)["input_ids"]) == 1
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "ws")
+    assert model.config.vocab_size == len(tokenizer)
+    assert json.loads((tmp_path / "ws" / "warmstart.json").read_text())["recipe"]["steps"] == 2
