@@ -34,11 +34,9 @@ if TYPE_CHECKING:
 TOOL_TAGS = ["<tool_call>", "</tool_call>", "<response>", "</response>"]
 CITIES = ("Oslo", "Rome", "Lima", "Kyiv", "Bern", "Doha", "Rio", "Nice")
 TOOLS = ("weather(city,unit)", "time(city)", "add(a,b)", "alarm(h)", "news()")
-# Kept short: the character-level model reads every character of it at every step.
-SYSTEM_PROMPT = (
-    "tools: " + " ".join(TOOLS) + "\nformat: <think>...</think> then <tool_call> one JSON call per line "
-    "</tool_call>, or <response>...</response>"
-)
+# The tools only: the character-level model reads every character of the prompt at every step (this one is a third
+# of a prompt that also spelled out the format), and the warm start's SFT teaches the format.
+SYSTEM_PROMPT = "tools: " + " ".join(TOOLS)
 CHAT_REPLY = "ok"
 # Request kinds and how often each is drawn.
 KINDS = {"weather": 3, "time": 2, "add": 3, "alarm": 2, "news": 1, "two_times": 2, "chat": 1}
@@ -127,7 +125,7 @@ class ToolcallRecipe:
     """Everything besides the seed that determines the tool-call warm start's weights."""
 
     architecture: str = "mini"
-    steps: int = 500
+    steps: int = 400
     batch_size: int = 16
     learning_rate: float = 3e-3
     broken_format: float = 0.5
