@@ -30,9 +30,29 @@ _BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 _FILE_LIKE_SUFFIXES = {*_BUILDERS, ".csv", ".tsv", ".txt", ".arrow", ".gz", ".zip"}
 
 
-def make_prompt(question: str) -> list[dict]:
+def make_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict]:
     """Return the conversational prompt (system prompt, then the question as the user turn)."""
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
+
+
+def with_system_prompt(dataset: datasets.Dataset, system_prompt: str | None) -> datasets.Dataset:
+    """``dataset`` with every prompt's system message set to ``system_prompt`` (inserted first where a prompt has
+    none); unchanged when ``system_prompt`` is ``None``. Works on any loader's output (GSM8K, synthetic, warm start),
+    which is how a recipe's ``system_prompt`` reaches training and ``gdpo-eval`` alike.
+
+    Raises ``ValueError`` for an empty or blank ``system_prompt`` (a recipe typo, not a wish for no system turn).
+    """
+    if system_prompt is None:
+        return dataset
+    if not isinstance(system_prompt, str) or not system_prompt.strip():
+        raise ValueError(f"system_prompt must be a non-blank string or null, got {system_prompt!r}")
+    system = {"role": "system", "content": system_prompt}
+
+    def replace(row: dict) -> dict:
+        turns = [turn for turn in row["prompt"] if turn["role"] != "system"]
+        return {"prompt": [system, *turns]}
+
+    return dataset.map(replace, desc="system prompt")
 
 
 def parse_gold_answer(solution: str, row: int | None = None) -> str:

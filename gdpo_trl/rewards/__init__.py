@@ -1,7 +1,8 @@
 """Registry of reward functions, looked up by short name or by dotted import path.
 
 Built-in names: ``"format"``, ``"correctness"`` and ``"integer"`` (see :mod:`gdpo_trl.rewards.gsm8k`) and ``"length"``
-(see :mod:`gdpo_trl.rewards.length`). Other modules
+(see :mod:`gdpo_trl.rewards.length`), ``"tool_format"`` and ``"tool_correctness"`` (see
+:mod:`gdpo_trl.rewards.toolcall`). Other modules
 add theirs with :func:`register_reward`. Stdlib-only on purpose: importing this package must not need torch or trl.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from gdpo_trl.errors import InputError
 from gdpo_trl.rewards.gsm8k import correctness_reward, extract_answer, format_reward, integer_reward
 from gdpo_trl.rewards.length import length_reward
+from gdpo_trl.rewards.toolcall import tool_correctness, tool_format
 
 __all__ = [
     "REWARD_FUNCS",
@@ -27,6 +29,8 @@ __all__ = [
     "integer_reward",
     "length_reward",
     "register_reward",
+    "tool_correctness",
+    "tool_format",
 ]
 
 REWARD_FUNCS: dict[str, Callable] = {}
@@ -55,6 +59,8 @@ register_reward("correctness", correctness_reward)
 register_reward("integer", integer_reward)
 register_reward("length", length_reward)
 register_reward("equations", importlib.import_module("gdpo_trl.rewards.equations").equations_reward)
+register_reward("tool_format", tool_format)
+register_reward("tool_correctness", tool_correctness)
 
 
 def _import_path(path: str) -> Callable:

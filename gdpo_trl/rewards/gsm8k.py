@@ -15,6 +15,21 @@ integers with ``str.isdigit``, so ``"1,080"``, ``"-3"`` and ``"18.0"`` all fail 
 (whitespace, a leading ``$``, thousands commas and a trailing ``.`` are dropped) and compared as exact decimals, and
 the integer rule accepts a minus sign and thousands grouping. Only ASCII digits count as digits.
 
+``semantics="reference"`` (a keyword argument of each reward; from a recipe,
+``reward_kwargs: {format: {semantics: reference}, ...}``) gives the rules of the paper's reference code instead:
+
+- answer extraction: the text after the last ``<answer>``, cut at the first ``</answer>`` after it if there is one,
+  stripped; so ``<answer>42`` without a closing tag still answers 42, and a completion with no ``<answer>`` at all
+  answers with its whole (stripped) text.
+- correctness: that answer equals the gold string exactly (``"1,080" != "1080"``, ``"18.0" != "18"``).
+- integer: ``str.isdigit()`` of that answer (no minus sign or commas; it accepts other scripts' digits and
+  superscripts, as Python does).
+- format: the completion is ``<think>.*?</think>\n<answer>.*?</answer>`` anchored at both ends (an optional final
+  newline allowed, as ``$`` does), dot matching newlines: exactly one newline between the blocks, blocks may be
+  empty, tags are not counted, leading whitespace fails.
+
+docs/gsm8k_fidelity.md lists every difference between the two and why our defaults differ.
+
 The functions are stdlib-only so that ``import gdpo_trl.rewards`` never pulls in torch or trl.
 """
 
@@ -23,7 +38,9 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-__all__ = ["correctness_reward", "extract_answer", "format_reward", "integer_reward"]
+__all__ = ["SEMANTICS", "correctness_reward", "extract_answer", "format_reward", "integer_reward", "reference_answer"]
+
+SEMANTICS = ("ours", "reference")
 
 _OPEN, _CLOSE = "<answer>", "</answer>"
 
@@ -74,6 +91,22 @@ def extract_answer(text: str) -> str | None:
     return text[start:end].strip()
 
 
+# The reference's layout; fullmatch with an optional final newline reproduces `re.match(r"^...$")` exactly.
+_REFERENCE_FORMAT_RE = re.compile(r"<think>.*?</think>\n<answer>.*?</answer>\n?", re.DOTALL)
+
+
+def reference_answer(text: str) -> str:
+    """The reference's answer: after the last ``<answer>``, up to the first ``</answer>`` after it (if any), stripped."""
+    return text.split(_OPEN)[-1].split(_CLOSE)[0].strip()
+
+
+def _check_semantics(semantics: str, reward: str) -> bool:
+    """Whether ``semantics`` asks for the reference rules; raises for anything but the two known names."""
+    if semantics not in SEMANTICS:
+        raise ValueError(f"{reward}: semantics must be one of {SEMANTICS}, got {semantics!r}")
+    return semantics == "reference"
+
+
 def _parse_number(text: str) -> Decimal | None:
     """Normalise ``text`` and return it as an exact ``Decimal``, or ``None`` if it is not a plain number."""
     match = _NUMBER_RE.fullmatch(text)
@@ -92,16 +125,19 @@ def _is_format_ok(text: str) -> bool:
     return _FORMAT_RE.fullmatch(text) is not None
 
 
-def format_reward(completions, **kwargs) -> list[float]:
+def format_reward(completions, semantics: str = "ours", **kwargs) -> list[float]:
     """1.0 per completion that is exactly ``<think>X</think>`` then ``<answer>Y</answer>``, else 0.0.
 
     Leading/trailing whitespace and whitespace between the blocks are allowed; each of the four tags must appear
     exactly once and both ``X`` and ``Y`` must hold non-blank text. Extra keyword arguments from TRL are ignored.
+    ``semantics="reference"``: the reference's rule instead (see the module docstring).
     """
+    if _check_semantics(semantics, "format_reward"):
+        return [1.0 if _REFERENCE_FORMAT_RE.fullmatch(_text(c)) else 0.0 for c in completions]
     return [1.0 if _is_format_ok(_text(c)) else 0.0 for c in completions]
 
 
-def correctness_reward(completions, answer=None, **kwargs) -> list[float]:
+def correctness_reward(completions, answer=None, semantics: str = "ours", **kwargs) -> list[float]:
     """1.0 per completion whose extracted answer is the same number as its gold ``answer``, else 0.0.
 
     Both sides are normalised (surrounding whitespace, a leading ``$``, thousands commas, a trailing ``.``) and
@@ -109,14 +145,18 @@ def correctness_reward(completions, answer=None, **kwargs) -> list[float]:
     (``1,0800`` is not a number). Anything that is not a plain number after
     that (units, words, expressions, non-ASCII digits) scores 0.0, as does a missing answer block. A gold answer that
     is itself not a plain number can never be matched, so its completions score 0.0.
+    ``semantics="reference"``: the reference's exact string comparison instead (see the module docstring).
 
     Raises:
         ValueError: if the dataset has no ``answer`` column, or it does not hold one entry per completion.
     """
+    reference = _check_semantics(semantics, "correctness_reward")
     if answer is None:
         raise ValueError("correctness_reward needs an `answer` column in the dataset (the gold answer per prompt)")
     if len(answer) != len(completions):
         raise ValueError(f"got {len(completions)} completions but {len(answer)} gold answers")
+    if reference:
+        return [1.0 if reference_answer(_text(c)) == str(g) else 0.0 for c, g in zip(completions, answer, strict=True)]
     rewards = []
     for completion, gold in zip(completions, answer, strict=True):
         predicted = extract_answer(_text(completion))
@@ -134,11 +174,13 @@ def _is_integer_answer(text: str) -> bool:
     return predicted is not None and _INTEGER_RE.fullmatch(predicted) is not None
 
 
-def integer_reward(completions, **kwargs) -> list[float]:
+def integer_reward(completions, semantics: str = "ours", **kwargs) -> list[float]:
     """1.0 per completion whose extracted answer is an integer literal, else 0.0.
 
     Accepted: an optional ``-`` and ASCII digits, optionally grouped by thousands commas (``18``, ``-3``, ``1,080``).
     Rejected: decimals (``18.0``), a trailing ``.``, currency signs, bad grouping (``1,0800``), words, non-ASCII digits
-    and a missing answer block.
+    and a missing answer block. ``semantics="reference"``: ``str.isdigit`` instead (see the module docstring).
     """
+    if _check_semantics(semantics, "integer_reward"):
+        return [1.0 if reference_answer(_text(c)).isdigit() else 0.0 for c in completions]
     return [1.0 if _is_integer_answer(_text(c)) else 0.0 for c in completions]

@@ -1,0 +1,214 @@
+"""Score a model on BFCL's AST categories with the tool-calling task's prompt format and BFCL's own checker.
+
+Each BFCL entry (functions + a user request) is rendered exactly like a training prompt of the tool-calling task
+(:func:`gdpo_trl.data.toolrl.make_prompt`: the functions and the format in the system message), the model's first
+``<tool_call>`` block is parsed as in training (:func:`gdpo_trl.rewards.toolcall.parse_tool_calls`), and the calls
+are judged by ``bfcl_eval``'s ``ast_checker`` against BFCL's possible answers. Nothing of the checker is
+re-implemented here.
+
+Reported per category: ``accuracy`` (share of entries the checker accepts) and ``format_rate`` (share of completions
+in the exact training layout for a tool-call answer, :func:`gdpo_trl.rewards.toolcall.tool_format`). A completion
+whose block cannot be parsed into ``{"name": str, "parameters": dict}`` calls is wrong (BFCL's "decoder failed").
+
+``bfcl-eval`` pins numpy 1.26 and some thirty vendor SDKs that its AST checker never uses, so install it without
+them: ``pip install --no-deps "bfcl-eval==2026.3.23"``. Its checker module imports BFCL's model registry only to ask
+whether a model's API renames dotted function names; when that registry cannot be imported (the SDKs are missing),
+a stand-in that answers "no" for our model is registered first. Nothing else of bfcl-eval is replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from gdpo_trl.data.toolrl import make_prompt
+from gdpo_trl.rewards.toolcall import parse_tool_calls, tool_format
+
+__all__ = ["CATEGORIES", "evaluate_bfcl", "format_report", "load_category", "render_prompt", "score_completion"]
+
+# Our category names -> BFCL's test-category names (BFCL calls the Python "simple" category simple_python).
+CATEGORIES = {
+    "simple": "simple_python",
+    "multiple": "multiple",
+    "parallel": "parallel",
+    "parallel_multiple": "parallel_multiple",
+}
+INSTALL_HINT = 'pip install --no-deps "bfcl-eval==2026.3.23"'
+MODEL_NAME = "gdpo-trl"  # what the checker is told the model is called; no underscore (BFCL maps "_" to "/")
+_TOOL_CALL_GOLD = "<tool_call>"  # any gold holding a tool call selects tool_format's tool-call-only layout
+
+GenerateFn = Callable[[list[list[dict]]], list[str]]
+
+
+def _bfcl():
+    """``(ast_checker, Language, prompt folder, possible-answer folder)`` from bfcl-eval, importing it lazily."""
+    try:
+        from bfcl_eval.constants.eval_config import POSSIBLE_ANSWER_PATH, PROMPT_PATH
+    except ImportError as err:
+        raise ImportError(f"BFCL evaluation needs bfcl-eval: {INSTALL_HINT} ({err})") from None
+    registry = "bfcl_eval.constants.model_config"
+    if registry not in sys.modules:
+        try:
+            __import__(registry)
+        except ImportError:  # a vendor SDK is missing: the checker only needs the underscore_to_dot answer
+            sys.modules[registry] = types.ModuleType(registry)
+            sys.modules[registry].MODEL_CONFIG_MAPPING = {}
+    sys.modules[registry].MODEL_CONFIG_MAPPING.setdefault(MODEL_NAME, types.SimpleNamespace(underscore_to_dot=False))
+    from bfcl_eval.constants.enums import Language
+    from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
+
+    return ast_checker, Language, Path(PROMPT_PATH), Path(POSSIBLE_ANSWER_PATH)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_category(category: str, limit: int | None = None) -> list[dict]:
+    """The first ``limit`` entries of one of :data:`CATEGORIES`, each with its ``possible_answer`` attached."""
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown BFCL category {category!r}; choose from {list(CATEGORIES)}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1 or None, got {limit}")
+    _, _, prompts, answers = _bfcl()
+    from bfcl_eval.constants.category_mapping import VERSION_PREFIX  # "BFCL_v4" in the tested release
+
+    name = f"{VERSION_PREFIX}_{CATEGORIES[category]}.json"
+    entries = _read_jsonl(prompts / name)[:limit]
+    possible = {row["id"]: row["ground_truth"] for row in _read_jsonl(answers / name)}
+    missing = [entry["id"] for entry in entries if entry["id"] not in possible]
+    if missing:
+        raise ValueError(f"bfcl-eval's possible answers for {category} lack ids {missing[:5]}; reinstall bfcl-eval")
+    return [{**entry, "possible_answer": possible[entry["id"]]} for entry in entries]
+
+
+def render_prompt(entry: dict) -> list[dict]:
+    """The training-format prompt for a single-turn BFCL entry: our system message with its functions, its turn."""
+    (turn,) = entry["question"]  # the AST categories are single-turn
+    *earlier, last = turn
+    if earlier or last["role"] != "user":
+        raise ValueError(f"BFCL entry {entry['id']}: expected one user message, got roles {[m['role'] for m in turn]}")
+    return make_prompt(entry["function"], last["content"])
+
+
+def _as_bfcl_calls(text: str) -> list[dict] | None:
+    """The completion's calls as BFCL's ``[{name: {param: value}}]``, or ``None`` if they cannot be read."""
+    calls = parse_tool_calls(text)
+    if calls is None or not all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("parameters"), dict) for c in calls
+    ):
+        return None
+    return [{call["name"]: call["parameters"]} for call in calls]
+
+
+def score_completion(entry: dict, category: str, text: str) -> dict:
+    """``{"id", "format", "valid", "error"}`` for one completion: training layout, and BFCL's verdict."""
+    ast_checker, language, _, _ = _bfcl()
+    formatted = tool_format([text], answer=[_TOOL_CALL_GOLD])[0] == 1.0
+    calls = _as_bfcl_calls(text)
+    if calls is None:
+        return {"id": entry["id"], "format": formatted, "valid": False, "error": "no readable <tool_call> block"}
+    verdict = ast_checker(
+        entry["function"], calls, entry["possible_answer"], language.PYTHON, CATEGORIES[category], MODEL_NAME
+    )
+    error = None if verdict["valid"] else "; ".join(map(str, verdict.get("error", []))) or verdict.get("error_type")
+    return {"id": entry["id"], "format": formatted, "valid": bool(verdict["valid"]), "error": error}
+
+
+def _summary(rows: Sequence[dict]) -> dict:
+    n = len(rows)
+    return {
+        "n": n,
+        "accuracy": sum(r["valid"] for r in rows) / n if n else float("nan"),
+        "format_rate": sum(r["format"] for r in rows) / n if n else float("nan"),
+    }
+
+
+def default_generate_fn(
+    model: str, *, max_new_tokens: int = 512, batch_size: int = 16, dtype: str = "auto"
+) -> GenerateFn:
+    """Greedy generation with gdpo-eval's transformers backend (the model is loaded once, on first use)."""
+    from gdpo_trl.evaluate import (
+        GenerationSettings,
+        generate_transformers,
+        load_transformers_model,
+        resolve_model_spec,
+    )
+
+    settings = GenerationSettings(max_new_tokens=max_new_tokens, batch_size=batch_size)
+    loaded = []
+
+    def generate(prompts: list[list[dict]]) -> list[str]:
+        if not loaded:
+            loaded.extend(load_transformers_model(resolve_model_spec(model), dtype))
+        groups = generate_transformers(*loaded, prompts, settings, progress=False)
+        return [group[0].text for group in groups]
+
+    return generate
+
+
+def evaluate_bfcl(
+    model: str | None = None,
+    categories: Sequence[str] = tuple(CATEGORIES),
+    limit: int | None = None,
+    generate_fn: GenerateFn | None = None,
+    *,
+    max_new_tokens: int = 512,
+    batch_size: int = 16,
+    output_dir: str | Path | None = None,
+) -> dict:
+    """Generate one greedy completion per entry of each category and score it with BFCL's AST checker.
+
+    Args:
+        model: what :func:`gdpo_trl.evaluate.resolve_model_spec` accepts (Hub id, folder, adapter, ``builtin:tiny``);
+            unused when ``generate_fn`` is given.
+        categories: any of :data:`CATEGORIES`.
+        limit: first ``limit`` entries per category.
+        generate_fn: maps a list of chat prompts to one completion text each (tests pass canned completions).
+        output_dir: if given, ``bfcl_summary.json`` and ``bfcl_completions.jsonl`` (every completion, its verdict)
+            are written there.
+
+    Returns ``{"categories": {name: {"n", "accuracy", "format_rate"}}, "overall": {...}}``; ``overall`` pools entries.
+    """
+    unknown = [c for c in categories if c not in CATEGORIES]
+    if unknown or not categories:
+        raise ValueError(f"unknown or no BFCL categories {unknown}; choose from {list(CATEGORIES)}")
+    if generate_fn is None:
+        if model is None:
+            raise ValueError("evaluate_bfcl needs a model or a generate_fn")
+        generate_fn = default_generate_fn(model, max_new_tokens=max_new_tokens, batch_size=batch_size)
+    entries = {category: load_category(category, limit) for category in categories}  # all data before generating
+    rows: dict[str, list[dict]] = {}
+    for category, items in entries.items():
+        texts = generate_fn([render_prompt(entry) for entry in items])
+        if len(texts) != len(items):
+            raise ValueError(f"generate_fn returned {len(texts)} completions for {len(items)} prompts")
+        rows[category] = [
+            {**score_completion(entry, category, text), "category": category, "completion": text}
+            for entry, text in zip(items, texts, strict=True)
+        ]
+    summary = {
+        "categories": {category: _summary(category_rows) for category, category_rows in rows.items()},
+        "overall": _summary([row for category_rows in rows.values() for row in category_rows]),
+        "model": model,
+        "limit": limit,
+    }
+    if output_dir is not None:
+        out = Path(output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bfcl_summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        with (out / "bfcl_completions.jsonl").open("w", encoding="utf-8") as f:
+            for category_rows in rows.values():
+                f.writelines(json.dumps(row) + "\n" for row in category_rows)
+    return summary
+
+
+def format_report(summary: dict) -> str:
+    """A small table: category, entries, accuracy, format rate."""
+    lines = [f"{'category':<20}{'n':>6}{'accuracy':>10}{'format':>9}"]
+    for name, stats in [*summary["categories"].items(), ("overall", summary["overall"])]:
+        lines.append(f"{name:<20}{stats['n']:>6}{stats['accuracy']:>10.3f}{stats['format_rate']:>9.3f}")
+    return "\n".join(lines)
