@@ -1,8 +1,8 @@
 """GRPO vs GRPO without std vs GDPO on the same task, from the same start, over several seeds.
 
-Each (method, seed) run is an ordinary ``GDPOTrainer`` run whose config differs in the aggregation fields only, so
-an A/B differs in one config field, as in the paper. Results are read back from each run's ``trainer_state.json``
-with :mod:`gdpo_trl.runs`, so ``gdpo-plot`` can also draw any of them.
+Each (method, seed) run is an ordinary ``GDPOTrainer`` run of one recipe whose config differs in the method's fields
+(:data:`METHODS`) and the seed only, so an A/B differs in one config field, as in the paper. Results are read back
+from each run's ``trainer_state.json`` with :mod:`gdpo_trl.runs`, so ``gdpo-plot`` can also draw any of them.
 """
 
 from __future__ import annotations
@@ -11,16 +11,55 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from gdpo_trl.rewards import reward_name
+from gdpo_trl.rewards.process import is_process_reward
 from gdpo_trl.runs import Run, curve_stats, load_run, reward_key, smooth
 
-# Method name -> the config fields that make it. Everything else is shared.
-METHOD_FIELDS = {
+# Method name -> what makes it: recipe fields (gdpo-train's flags) it sets on top of the recipe, plus, for
+# OUTCOME_ONLY, that the recipe's process rewards are only logged, not trained on. Everything else is the recipe's.
+OUTCOME_ONLY = "outcome_only"  # not a recipe field: see outcome_only_rewards
+METHODS: dict[str, dict] = {
     "grpo": dict(multi_objective_aggregation="sum_then_normalize", scale_rewards="group"),
     "grpo_no_std": dict(multi_objective_aggregation="sum_then_normalize", scale_rewards="none"),
     "gdpo": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group"),
     "gdpo_no_bn": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group", gdpo_batch_norm=False),
+    "gdpo_outcome_only": dict(
+        multi_objective_aggregation="normalize_then_sum", scale_rewards="group", outcome_only=True
+    ),
 }
-LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo": "GDPO", "gdpo_no_bn": "GDPO w/o batch norm"}
+LABELS = {
+    "grpo": "GRPO",
+    "grpo_no_std": "GRPO w/o std",
+    "gdpo": "GDPO",
+    "gdpo_no_bn": "GDPO w/o batch norm",
+    "gdpo_outcome_only": "GDPO outcome only",
+}
+
+
+class OutcomeScore:
+    """A process reward seen as an outcome reward: per completion, the mean of its step scores (None without steps).
+
+    Named like the process reward, so a run that only logs it (weight 0) and a run that trains on it both log
+    ``rewards/<name>/mean`` as the mean over completions of the mean step score.
+    """
+
+    def __init__(self, process_reward):
+        self.process_reward = process_reward
+        self.__name__ = reward_name(process_reward)
+
+    def __call__(self, completions, **kwargs):
+        steps = self.process_reward(completions=completions, **kwargs)
+        return [sum(score for _, score in pairs) / len(pairs) if pairs else None for pairs in steps]
+
+
+def outcome_only_rewards(reward_funcs: list, weights: list[float] | None) -> tuple[list, list[float]]:
+    """The rewards and weights of an OUTCOME_ONLY run: each process reward becomes its :class:`OutcomeScore` with
+    weight 0, which changes no advantage (its GDPO term is multiplied by 0, and a None score is left out like any
+    reward that does not apply), so the run trains on the outcome rewards alone and still logs the process score."""
+    weights = [1.0] * len(reward_funcs) if weights is None else list(weights)
+    process = [is_process_reward(f) for f in reward_funcs]
+    funcs = [OutcomeScore(f) if p else f for f, p in zip(reward_funcs, process, strict=True)]
+    return funcs, [0.0 if p else w for w, p in zip(weights, process, strict=True)]
 
 
 @dataclass
@@ -91,11 +130,14 @@ def comparison_table(
     return "\n".join(lines)
 
 
-def plot_comparison(curves: list[MethodCurves], reward_names: list[str], out_png: Path, *, window: int, title: str):
-    """One panel per reward (and the total): each method's mean curve over seeds, with a min-max band."""
+def plot_comparison(
+    curves: list[MethodCurves], reward_names: list[str], out_png: Path, *, window: int, title: str, total: bool = True
+):
+    """One panel per reward (and the total, with ``total``): each method's mean curve over seeds, with a min-max
+    band."""
     from matplotlib.figure import Figure
 
-    panels = [n for n in reward_names if any(reward_key(n) in c.values for c in curves)] + ["reward"]
+    panels = [n for n in reward_names if any(reward_key(n) in c.values for c in curves)] + ["reward"] * total
     fig = Figure(figsize=(4.2 * len(panels), 3.6), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, name in zip(axes, panels, strict=True):

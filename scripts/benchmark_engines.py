@@ -59,9 +59,9 @@ def main() -> None:
     env["GDPO_TRL_CACHE"] = str(cache)
     engines = dict(ENGINES)
     if args.vllm:
-        from tests.vllm_model import save_vllm_model
+        from gdpo_trl.demo.tiny import save_tiny_model
 
-        engines["vLLM colocate"] = vllm_engine(save_vllm_model(workdir / "vllm-model"), workdir / "vllm-cache")
+        engines["vLLM colocate"] = vllm_engine(save_tiny_model(workdir / "vllm-model", "vllm"), workdir / "vllm-cache")
 
     try:
         # One warm-up launch builds the tiny model and DeepSpeed's op, so no engine below pays for them.

@@ -1,10 +1,14 @@
-"""The method comparison: its pure helpers on hand values, and a 3-step smoke run that writes table and plot."""
+"""The method comparison: its pure helpers on hand values, how each run is made from a recipe and a method, and
+short runs that write table and plot."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from gdpo_trl.compare import MethodCurves, collect, comparison_table, steps_to_reach
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_steps_to_reach():
@@ -57,10 +61,113 @@ def test_three_step_comparison_writes_table_and_plot(tmp_path):
     assert (out / "gdpo-seed1" / "trainer_state.json").is_file()
 
 
-@pytest.mark.parametrize("method", ["grpo", "grpo_no_std", "gdpo", "gdpo_no_bn"])
-def test_methods_differ_in_aggregation_fields_only(method, tmp_path):
-    from gdpo_trl import GDPOConfig
-    from gdpo_trl.compare import METHOD_FIELDS
+def _recipe(name: str) -> str:
+    return str(ROOT / "recipes" / "cpu" / name / "config.yaml")
 
-    assert set(METHOD_FIELDS[method]) <= {"multi_objective_aggregation", "scale_rewards", "gdpo_batch_norm"}
-    GDPOConfig(output_dir=str(tmp_path), bf16=False, use_cpu=True, **METHOD_FIELDS[method])
+
+def _shared(*flags, recipe="gdpo"):
+    from gdpo_trl.cli import compare
+    from gdpo_trl.cli.arguments import parse_args
+
+    args = compare.parse_args(["--recipe", _recipe(recipe), *flags])
+    return args, compare.comparison_fields(args, parse_args(["--config", args.recipe]))
+
+
+def test_comparison_settings_come_from_the_recipe_unless_given():
+    # recipes/cpu/gdpo: 40 steps of 32 = 4 prompts x 8 completions, 48 tokens, lr 3e-4.
+    _, shared = _shared()
+    assert (shared["max_steps"], shared["per_device_train_batch_size"], shared["num_generations"]) == (40, 32, 8)
+    assert (shared["max_completion_length"], shared["learning_rate"]) == (48, 3e-4)
+    assert _shared(recipe="toolcall_gdpo")[1]["max_completion_length"] == 160
+    # --scale multiplies steps and prompts per step; the flags win over the recipe.
+    _, shared = _shared("--scale", "2", "--prompts-per-step", "3", "--num-generations", "4", "--steps", "5")
+    assert (shared["max_steps"], shared["per_device_train_batch_size"], shared["num_generations"]) == (10, 24, 4)
+    assert (shared["logging_steps"], shared["save_strategy"]) == (1, "no")  # a curve point per step, no checkpoints
+
+
+@pytest.mark.parametrize("method", ["grpo", "grpo_no_std", "gdpo", "gdpo_no_bn", "gdpo_outcome_only"])
+def test_each_run_is_the_recipe_with_the_method_fields_and_seed(method, tmp_path):
+    from gdpo_trl.cli import compare
+    from gdpo_trl.compare import METHODS, OUTCOME_ONLY
+
+    assert set(METHODS[method]) <= {"multi_objective_aggregation", "scale_rewards", "gdpo_batch_norm", OUTCOME_ONLY}
+    args, shared = _shared("--out-dir", str(tmp_path), "--max-completion-length", "20")
+    config, rewards = compare.run_config(args, args.recipe, shared, method, seed=3)
+    for name, value in METHODS[method].items():
+        if name != OUTCOME_ONLY:
+            assert getattr(config, name) == value
+    assert (config.seed, config.output_dir) == (3, str(tmp_path / f"{method}-seed3"))
+    assert (config.max_completion_length, config.max_steps, config.beta) == (20, 40, 0.0)  # flag, recipe, recipe
+    assert [f.__name__ for f in rewards] == ["format_reward", "correctness_reward", "integer_reward"]
+    assert config.model_init_kwargs["dtype"] == "float32"  # the recipe's ModelConfig dtype, as gdpo-train loads it
+
+
+def test_outcome_only_keeps_process_rewards_as_weight_zero_scores(tmp_path):
+    from gdpo_trl.cli import compare
+    from gdpo_trl.rewards.process import is_process_reward
+
+    args, shared = _shared("--out-dir", str(tmp_path), recipe="gdpo_process")
+    config, rewards = compare.run_config(args, args.recipe, shared, "gdpo", seed=0)
+    assert config.reward_weights is None and is_process_reward(rewards[3])  # the recipe as is: trained on
+    config, rewards = compare.run_config(args, args.recipe, shared, "gdpo_outcome_only", seed=0)
+    assert config.reward_weights == [1.0, 1.0, 1.0, 0.0]
+    score = rewards[3]
+    assert not is_process_reward(score) and score.__name__ == "equations_reward"  # logged under the same name
+    completions = [
+        [{"role": "assistant", "content": "<think>3*4=12\n2+2=5</think><answer>12</answer>"}],  # right, wrong
+        [{"role": "assistant", "content": "<think>no equation</think><answer>7</answer>"}],
+        [{"role": "assistant", "content": "<think>6/3=2</think><answer>2</answer>"}],
+    ]
+    assert score(completions=completions) == [0.5, None, 1.0]
+
+
+@pytest.mark.parametrize("gdpo", [True, False])
+def test_a_weight_zero_reward_changes_no_advantage(gdpo):
+    """Why OUTCOME_ONLY may log the process score as a reward of weight 0: GDPO and GRPO advantages are those of
+    the other rewards alone, also where the score is missing (NaN)."""
+    import torch
+
+    from gdpo_trl.advantages import gdpo_advantages, grpo_advantages
+
+    outcomes = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    score = torch.tensor([[0.5], [float("nan")], [1.0], [0.0], [float("nan")], [1.0]])
+    advantages = gdpo_advantages if gdpo else grpo_advantages
+    with_score = advantages(torch.cat([outcomes, score], dim=1), [1.0, 1.0, 0.0], 3)
+    torch.testing.assert_close(with_score, advantages(outcomes, [1.0, 1.0], 3))
+    assert with_score.abs().sum() > 0
+
+
+def test_unknown_recipe_fails_naming_it():
+    from gdpo_trl.cli import compare
+
+    with pytest.raises(SystemExit, match="recipe 'no/such.yaml' not found"):
+        compare.find_recipe("no/such.yaml")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("recipe", "model", "methods", "rows", "total"),
+    [
+        ("toolcall_gdpo", "builtin:tiny", ["grpo", "gdpo"], ["tool_format", "tool_correctness"], True),
+        # The warm start (the recipe's model): a random model writes no equations to score.
+        ("gdpo_process", None, ["gdpo_outcome_only", "gdpo"], ["correctness_reward", "equations_reward"], False),
+    ],
+)
+def test_two_step_comparison_of_another_recipe(recipe, model, methods, rows, total, tmp_path):
+    from gdpo_trl.cli import compare
+
+    out = tmp_path / "compare"
+    argv = ["--recipe", _recipe(recipe), "--steps", "2", "--seeds", "0", *(["--model", model] if model else [])]
+    compare.main(
+        [*argv, "--prompts-per-step", "2", "--num-generations", "2", "--methods", *methods, "--out-dir", str(out)]
+    )
+    table = (out / "comparison.md").read_text()
+    for method in methods:
+        label = {"grpo": "GRPO", "gdpo": "GDPO", "gdpo_outcome_only": "GDPO outcome only"}[method]
+        for reward in rows:
+            assert f"| {label} | {reward} |" in table
+        assert (f"| {label} | reward |" in table) is total  # no total when one method trains on fewer rewards
+        history = json.loads((out / f"{method}-seed0" / "trainer_state.json").read_text())["log_history"]
+        assert all(f"rewards/{rows[-1]}/mean" in entry for entry in history if "loss" in entry)
+    assert f"recipe {_recipe(recipe)}" in table and "2 steps of 2 prompts x 2 completions" in table
+    assert (out / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -21,10 +21,10 @@ STALE_MIN = 0.1  # weights left at step 0 while the trainer moved (lr 1e-2)
 
 
 @pytest.fixture(scope="module")
-def vllm_model(tmp_path_factory):
-    from tests.vllm_model import save_vllm_model
+def vllm_model(model_cache):
+    from gdpo_trl.demo.tiny import resolve_model
 
-    return save_vllm_model(tmp_path_factory.mktemp("vllm-model") / "model")
+    return resolve_model("builtin:vllm")  # head size 32 and untied embeddings: what vLLM's CPU backend can load
 
 
 @pytest.fixture(scope="module")

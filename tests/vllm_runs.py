@@ -1,8 +1,8 @@
 """Helpers of tests/test_engines_vllm.py: training runs that generate with vLLM (CPU backend), and a vLLM server.
 
-The runs are the engine tests' runs (tests/engines_launch.py) with the vLLM-shaped tiny model
-(tests/vllm_model.py), 3 steps, and TRL's vLLM flags; tests/vllm_cpu_sync.py replaces TRL's weight sync, which
-cannot run on CPU (explained there). `GDPO_TEST_VLLM_SYNC=cpu` syncs, `none` is the negative control.
+The runs are the engine tests' runs (tests/engines_launch.py) with the vLLM-shaped tiny model (builtin:vllm of
+gdpo_trl.demo.tiny), 3 steps, and TRL's vLLM flags; tests/vllm_cpu_sync.py replaces TRL's weight sync, which cannot
+run on CPU (explained there). `GDPO_TEST_VLLM_SYNC=cpu` syncs, `none` is the negative control.
 """
 
 from __future__ import annotations

@@ -1,12 +1,18 @@
-"""gdpo-compare: GRPO, GRPO without std and GDPO on the offline synthetic GSM8K-style task, from one warm start.
+"""gdpo-compare: GRPO, GRPO without std and GDPO (or other methods) from one recipe's warm start, over seeds.
 
-Every run trains the SFT warm start (``builtin:warmstart``) with the format, correctness and integer rewards on
-generated problems it never saw in SFT, with the CPU recipe's settings (recipes/cpu/gdpo/config.yaml); the runs
-differ only in the method's config fields and the seed. Writes, under --out-dir:
-one folder per run (with its ``trainer_state.json``), ``comparison.md`` (the table) and ``comparison.png``.
+Every run is the recipe (--recipe; default recipes/cpu/gdpo/config.yaml: the SFT warm start ``builtin:warmstart``
+with the format, correctness and integer rewards on generated problems it never saw in SFT) with the comparison's
+steps and batch, one method's fields and one seed: the model, data, rewards and every other setting are the
+recipe's. A method is a named set of recipe fields (gdpo_trl.compare.METHODS: grpo, grpo_no_std, gdpo, gdpo_no_bn,
+and gdpo_outcome_only, which keeps the recipe's process rewards only as logged scores of weight 0). Each run sees
+every prompt once, logs every step and uses the machine's accelerator if it has one. Writes, under --out-dir: one
+folder per run (with its ``trainer_state.json``), ``comparison.md`` (the table) and ``comparison.png``.
 
     gdpo-compare                                   # CPU default: 3 methods x 3 seeds
     gdpo-compare --scale 4 --seeds 0 1 2 3 4       # longer, larger batches (for a GPU)
+    gdpo-compare --recipe recipes/cpu/toolcall_gdpo/config.yaml --out-dir outputs/compare-toolcall
+    gdpo-compare --recipe recipes/cpu/gdpo_process/config.yaml --methods gdpo_outcome_only gdpo \\
+        --out-dir outputs/compare-process          # with vs without the `equations` process reward
 """
 
 from __future__ import annotations
@@ -18,23 +24,28 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything here is local
 
-REWARDS = ["format", "correctness", "integer"]
+DEFAULT_RECIPE = "recipes/cpu/gdpo/config.yaml"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def parse_args(argv=None):
+    from gdpo_trl.compare import METHODS
+
     parser = argparse.ArgumentParser(
         prog="gdpo-compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--methods", nargs="+", default=["grpo", "grpo_no_std", "gdpo"])
+    recipe = "(default: the recipe's)"
+    parser.add_argument("--recipe", default=DEFAULT_RECIPE, help="gdpo-train recipe every run starts from")
+    parser.add_argument("--methods", nargs="+", default=["grpo", "grpo_no_std", "gdpo"], choices=sorted(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=40, help="optimizer steps per run (multiplied by --scale)")
-    parser.add_argument("--prompts-per-step", type=int, default=4, help="prompts per step (multiplied by --scale)")
-    parser.add_argument("--num-generations", type=int, default=8)
-    parser.add_argument("--max-completion-length", type=int, default=64)
-    parser.add_argument("--learning-rate", type=float, default=3e-4)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 suits the tiny model)")
+    parser.add_argument("--steps", type=int, help=f"optimizer steps per run, times --scale {recipe}")
+    parser.add_argument("--prompts-per-step", type=int, help=f"prompts per step, times --scale {recipe}")
+    parser.add_argument("--num-generations", type=int, help=recipe)
+    parser.add_argument("--max-completion-length", type=int, help=recipe)
+    parser.add_argument("--learning-rate", type=float, help=recipe)
+    parser.add_argument("--threads", type=int, help=f"torch CPU threads {recipe}: cpu_threads")
     parser.add_argument("--scale", type=int, default=1, help="multiply steps and prompts per step (GPU runs)")
-    parser.add_argument("--model", default="builtin:warmstart")
+    parser.add_argument("--model", help=f"model name or path {recipe}: model_name_or_path")
     parser.add_argument("--gain", type=float, default=0.1, help="'steps to reach' target: start value + gain")
     parser.add_argument("--window", type=int, default=5, help="smoothing window (steps) for the plot and targets")
     parser.add_argument("--out-dir", default="outputs/compare")
@@ -42,79 +53,130 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def train_one(args, method: str, seed: int, model_path: str, dataset) -> float:
+def find_recipe(path: str) -> str:
+    """``path`` as given, else relative to the gdpo-trl checkout (so the default works from any folder)."""
+    for candidate in (Path(path), REPO_ROOT / path):
+        if candidate.is_file():
+            return str(candidate)
+    raise SystemExit(f"gdpo-compare: recipe {path!r} not found: pass --recipe with a gdpo-train YAML recipe.")
+
+
+def recipe_flags(fields: dict) -> list[str]:
+    """gdpo-train flags that set ``fields``: ``--name value`` (``--name v1 v2`` for a list)."""
+    flags = []
+    for name, value in fields.items():
+        flags += [f"--{name}", *map(str, value if isinstance(value, list) else [value])]
+    return flags
+
+
+def comparison_fields(args, base) -> dict:
+    """The recipe fields every run of the comparison shares: its steps and batch (the recipe's unless given), and
+    what a comparison needs: a log line per step, no checkpoints or progress bars, the accelerator if there is one."""
     import torch
 
-    from gdpo_trl import GDPOConfig, GDPOTrainer
-    from gdpo_trl.compare import METHOD_FIELDS, run_dir
-    from gdpo_trl.rewards import get_reward_funcs
+    _, training, _ = base
+    generations = args.num_generations or training.num_generations
+    prompts = args.prompts_per_step or training.per_device_train_batch_size // training.num_generations
+    cuda = torch.cuda.is_available()
+    return {
+        "max_steps": (args.steps or training.max_steps) * args.scale,
+        "per_device_train_batch_size": prompts * args.scale * generations,
+        "num_generations": generations,
+        "max_completion_length": args.max_completion_length or training.max_completion_length,
+        "learning_rate": args.learning_rate or training.learning_rate,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "disable_tqdm": True,
+        "use_cpu": not cuda,
+        "dataloader_pin_memory": cuda,  # pinning needs an accelerator (torch warns otherwise)
+    }
 
-    out = run_dir(Path(args.out_dir), method, seed)
-    config = GDPOConfig(
-        output_dir=str(out),
-        per_device_train_batch_size=args.prompts_per_step * args.scale * args.num_generations,
-        num_generations=args.num_generations,
-        max_completion_length=args.max_completion_length,
-        max_steps=args.steps * args.scale,
-        learning_rate=args.learning_rate,
-        lr_scheduler_type="constant",
-        beta=0.0,
-        temperature=1.0,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        seed=seed,
-        bf16=False,
-        gradient_checkpointing=False,
-        dataloader_pin_memory=torch.cuda.is_available(),  # pinning needs an accelerator (torch warns otherwise)
-        **METHOD_FIELDS[method],
-    )
+
+def run_config(args, recipe: str, shared: dict, method: str, seed: int):
+    """The recipe with the shared fields and ``method``'s, parsed as gdpo-train parses it; and the run's rewards."""
+    from gdpo_trl.cli.arguments import build_reward_funcs, parse_args
+    from gdpo_trl.compare import METHODS, OUTCOME_ONLY, outcome_only_rewards, run_dir
+
+    fields = {k: v for k, v in METHODS[method].items() if k != OUTCOME_ONLY}
+    fields.update(shared, output_dir=str(run_dir(Path(args.out_dir), method, seed)), seed=seed)
+    script, training, model = parse_args(["--config", recipe, *recipe_flags(fields)])
+    rewards = build_reward_funcs(script)
+    if METHODS[method].get(OUTCOME_ONLY):
+        rewards, training.reward_weights = outcome_only_rewards(rewards, training.reward_weights)
+    if model.dtype:  # as gdpo-train loads the model
+        training.model_init_kwargs = {"dtype": model.dtype, **(training.model_init_kwargs or {})}
+    return training, rewards
+
+
+def train_one(args, recipe: str, shared: dict, method: str, seed: int, model_path: str, dataset) -> float:
+    from gdpo_trl import GDPOTrainer
+
+    config, rewards = run_config(args, recipe, shared, method, seed)
     start = time.perf_counter()
-    trainer = GDPOTrainer(model_path, reward_funcs=get_reward_funcs(REWARDS), args=config, train_dataset=dataset)
+    trainer = GDPOTrainer(model_path, reward_funcs=rewards, args=config, train_dataset=dataset)
     trainer.train()
-    trainer.state.save_to_json(str(out / "trainer_state.json"))
+    trainer.state.save_to_json(str(Path(config.output_dir) / "trainer_state.json"))
     return time.perf_counter() - start
+
+
+def load_dataset(base, shared: dict):
+    """The recipe's data source, as many prompts as the runs take: each prompt is seen once."""
+    import dataclasses
+
+    from gdpo_trl.cli.train import source_options
+    from gdpo_trl.data.sources import load_source
+
+    script, training, _ = base
+    size = shared["max_steps"] * shared["per_device_train_batch_size"] // shared["num_generations"]
+    script = dataclasses.replace(script, synthetic_size=size, max_train_samples=size)
+    return load_source(script.dataset_name, **source_options(script))
 
 
 def main(argv=None):
     args = parse_args(argv)
     import torch
 
-    from gdpo_trl.compare import collect, comparison_table, plot_comparison
-    from gdpo_trl.data.sources import load_source
+    from gdpo_trl.cli.arguments import build_reward_funcs
+    from gdpo_trl.cli.arguments import parse_args as parse_recipe
+    from gdpo_trl.compare import METHODS, OUTCOME_ONLY, collect, comparison_table, plot_comparison
     from gdpo_trl.demo.tiny import resolve_model
-    from gdpo_trl.rewards import get_reward_funcs
+    from gdpo_trl.rewards import reward_name
     from gdpo_trl.runs import reward_key
 
+    recipe = find_recipe(args.recipe)
+    base = parse_recipe(["--config", recipe])  # also sets the recipe's `env:` variables
+    shared = comparison_fields(args, base)
+    model = args.model or base[2].model_name_or_path
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    names = [f.__name__ for f in get_reward_funcs(REWARDS)]
+    names = [reward_name(f) for f in build_reward_funcs(base[0])]
     wall = {}
     if not args.skip_training:
-        torch.set_num_threads(args.threads)
-        model_path = resolve_model(args.model)
-        # The warm start's held-out problems: the same kind it was trained on, none of them seen in its SFT.
-        n_prompts = args.steps * args.scale * args.prompts_per_step * args.scale
-        dataset = load_source("warmstart", size=n_prompts, seed=0)
-        total = len(args.methods) * len(args.seeds)
-        for i, (method, seed) in enumerate((m, s) for m in args.methods for s in args.seeds):
-            wall[(method, seed)] = train_one(args, method, seed, model_path, dataset)
-            print(f"[{i + 1}/{total}] {method} seed {seed}: {wall[(method, seed)]:.0f} s", flush=True)
+        torch.set_num_threads(args.threads or base[0].cpu_threads or torch.get_num_threads())
+        model_path = resolve_model(model)
+        dataset = load_dataset(base, shared)
+        runs = [(m, s) for s in args.seeds for m in args.methods]  # seed-major: a partial sweep stays paired
+        for i, (method, seed) in enumerate(runs):
+            wall[(method, seed)] = train_one(args, recipe, shared, method, seed, model_path, dataset)
+            print(f"[{i + 1}/{len(runs)}] {method} seed {seed}: {wall[(method, seed)]:.0f} s", flush=True)
 
+    # The total `reward` only compares like with like: not when a method trains on fewer of the rewards.
+    total = not any(METHODS[m].get(OUTCOME_ONLY) for m in args.methods)
     metrics = [reward_key(n) for n in names] + ["reward"]
     curves = [collect(out_dir, m, args.seeds, metrics) for m in args.methods]
-    table = comparison_table(curves, names + ["reward"], gain=args.gain, window=args.window, tail=args.window)
+    table = comparison_table(curves, names + ["reward"] * total, gain=args.gain, window=args.window, tail=args.window)
     steps = curves[0].steps[-1] if curves[0].steps else 0
+    prompts = shared["per_device_train_batch_size"] // shared["num_generations"]
     header = (
-        f"Model {args.model}; {len(args.seeds)} seeds {args.seeds}; {steps} steps of "
-        f"{args.prompts_per_step * args.scale} prompts x {args.num_generations} completions; "
-        f"lr {args.learning_rate}; max {args.max_completion_length} completion tokens."
+        f"Model {model}; {len(args.seeds)} seeds {args.seeds}; {steps} steps of {prompts} prompts x "
+        f"{shared['num_generations']} completions; lr {shared['learning_rate']}; max "
+        f"{shared['max_completion_length']} completion tokens; recipe {args.recipe}."
     )
     if wall:
         header += f" Wall time {sum(wall.values()) / 60:.1f} min for {len(wall)} runs."
     (out_dir / "comparison.md").write_text(header + "\n\n" + table + "\n")
-    plot_comparison(curves, names, out_dir / "comparison.png", window=args.window, title=header.split(";")[0])
+    title = header.split(";")[0]
+    plot_comparison(curves, names, out_dir / "comparison.png", window=args.window, title=title, total=total)
     print(header + "\n\n" + table)
     print(f"\nwrote {out_dir / 'comparison.md'} and {out_dir / 'comparison.png'}")
 
