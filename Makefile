@@ -16,6 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==2.13.0"
 	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q --no-deps "bfcl-eval==2026.3.23"  # BFCL's data and AST checker, without its pins
 	$(BIN)/python -m compileall -q gdpo_trl  # PYTHONDONTWRITEBYTECODE may be set: pay the compile once
 	touch $@
 

@@ -3,14 +3,19 @@
 import pytest
 
 from gdpo_trl.data.gsm8k import SAMPLE_PATH, load_gsm8k
-from gdpo_trl.data.sources import EVAL_SEED, GENERATED, SOURCES, load_source
+from gdpo_trl.data.sources import EVAL_SEED, GENERATED, NEEDS_PATH, SOURCES, TOOL_SOURCES, load_source
+from gdpo_trl.data.toolrl import SAMPLE_PATH as TOOLRL_SAMPLE_PATH
+from gdpo_trl.data.toolrl import load_toolrl
 from gdpo_trl.demo.synthetic import load_synthetic
+from gdpo_trl.demo.toolcall_task import load_toolcall_task
 from gdpo_trl.demo.warmstart import load_warmstart_dataset
 
 
 def test_names():
-    assert set(SOURCES) == {"gsm8k", "sample", "synthetic", "warmstart"}
-    assert GENERATED == {"synthetic", "warmstart"}
+    assert set(SOURCES) == {"gsm8k", "sample", "synthetic", "warmstart", "toolcall", "toolrl_sample", "toolrl"}
+    assert GENERATED == {"synthetic", "warmstart", "toolcall"}
+    assert TOOL_SOURCES == {"toolcall", "toolrl_sample", "toolrl"}
+    assert NEEDS_PATH == {"toolrl"}
 
 
 def test_sample_and_local_path_are_the_shipped_file():
@@ -27,6 +32,29 @@ def test_generated_sources_take_size_and_seed():
     warm = load_source("warmstart", size=6, split="test")
     assert warm.to_list() == load_warmstart_dataset(6, EVAL_SEED, split="eval").to_list()
     assert set(warm.column_names) == {"prompt", "answer"}
+    # The tool task: requests its warm start's SFT never saw ("eval"), whichever split is asked for.
+    assert load_source("toolcall", size=5, seed=3).to_list() == load_toolcall_task(5, 3, "eval").to_list()
+    assert load_source("toolcall", size=5, split="test").to_list() == load_toolcall_task(5, EVAL_SEED).to_list()
+    assert len(load_source("toolcall")) == 1000
+
+
+def test_toolrl_sources_are_named_explicitly():
+    sample = load_source("toolrl_sample", size=7)
+    assert sample.to_list() == load_toolrl("sample", limit=7).to_list()
+    assert load_source("toolrl", path=str(TOOLRL_SAMPLE_PATH), size=7).to_list() == sample.to_list()
+    # A ToolRL file named as a GSM8K-style source is not guessed at: it fails on the column it lacks.
+    with pytest.raises(ValueError, match="question"):
+        load_source(str(TOOLRL_SAMPLE_PATH))
+
+
+def test_system_prompt_replaces_gsm8k_style_system_messages_only():
+    plain = load_source("sample", size=3)
+    custom = load_source("sample", size=3, system_prompt="Think, then answer.")
+    assert [p[0] for p in custom["prompt"]] == [{"role": "system", "content": "Think, then answer."}] * 3
+    assert [p[1:] for p in custom["prompt"]] == [p[1:] for p in plain["prompt"]]
+    assert custom["answer"] == plain["answer"]
+    warm = load_source("warmstart", size=2, system_prompt="S")
+    assert [p[0]["content"] for p in warm["prompt"]] == ["S", "S"]
 
 
 @pytest.mark.parametrize(
@@ -35,6 +63,11 @@ def test_generated_sources_take_size_and_seed():
         ("sample", {"seed": 1}, "seed only applies to generated sources"),
         ("synthetic", {"size": 0}, "size must be >= 1"),
         ("missing/file.jsonl", {}, "not found"),
+        ("toolrl", {}, "needs a path"),
+        ("sample", {"path": "x.parquet"}, "a path only applies to the sources"),
+        ("toolcall", {"system_prompt": "S"}, "system_prompt does not apply to the tool-calling source 'toolcall'"),
+        ("toolrl_sample", {"system_prompt": "S"}, "lists the tools"),
+        ("toolrl", {"path": "missing/rows.parquet"}, "not found"),
     ],
 )
 def test_bad_options(name, kw, message):

@@ -121,10 +121,53 @@ def test_end_to_end_on_builtin_tiny(tiny_model_path):
 
 
 def test_cli_prints_the_table(tiny_model_path, tmp_path, capsys):
-    from gdpo_trl.cli.eval_bfcl import main
+    from gdpo_trl.cli.evaluate import main
 
-    argv = ["--model", tiny_model_path, "--categories", "simple", "--limit", "1", "--max_new_tokens", "4"]
-    assert main([*argv, "--output_dir", str(tmp_path)]) == 0
+    argv = ["--task", "bfcl", "--model", tiny_model_path, "--categories", "simple", "--limit", "1"]
+    assert main([*argv, "--max_new_tokens", "4", "--output_dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[1].split() == ["simple", "1", "0.000", "0.000"]
-    assert json.loads((tmp_path / "bfcl_summary.json").read_text())["overall"]["n"] == 1
+    summary = json.loads((tmp_path / "bfcl_summary.json").read_text())
+    assert summary["overall"]["n"] == 1 and summary["model"] == tiny_model_path
+    rows = [json.loads(line) for line in (tmp_path / "bfcl_completions.jsonl").read_text().splitlines()]
+    assert [(row["category"], row["valid"]) for row in rows] == [("simple", False)]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--temperature", "0.6"], "--temperature only applies to --task dataset"),
+        (["--dataset", "sample", "--n", "2"], "--dataset, --n only apply to --task dataset"),
+        (["--limit", "0"], "limit must be >= 1"),
+        (["--categories", "java"], "invalid choice: 'java'"),
+        (["--batch_size", "0"], "batch_size must be >= 1"),
+    ],
+)
+def test_cli_refuses_what_bfcl_does_not_read(extra, message, capsys):
+    from gdpo_trl.cli.evaluate import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--task", "bfcl", "--model", "builtin:tiny", *extra])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_cli_categories_need_the_bfcl_task(capsys):
+    from gdpo_trl.cli.evaluate import main
+
+    with pytest.raises(SystemExit):
+        main(["--model", "builtin:tiny", "--dataset", "sample", "--categories", "simple"])
+    assert "--categories only applies to --task bfcl" in capsys.readouterr().err
+
+
+def test_cli_without_bfcl_eval_says_how_to_install(tiny_model_path, monkeypatch, capsys):
+    import sys
+
+    from gdpo_trl.cli.evaluate import main
+
+    monkeypatch.setitem(sys.modules, "bfcl_eval.constants.eval_config", None)  # makes its import fail
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--task", "bfcl", "--model", tiny_model_path, "--limit", "1"])
+    assert exit_info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("gdpo-eval: error: BFCL evaluation needs bfcl-eval: pip install --no-deps")

@@ -44,7 +44,24 @@ class GDPOScriptArguments(ScriptArguments):
             "sample shipped with gdpo-trl), 'synthetic' (generated offline, see `synthetic_size`), 'warmstart' "
             "(generated problems of the kind builtin:warmstart was trained on, none of them seen in its SFT), a local "
             ".json/.jsonl/.parquet file or dataset folder with `question` and `answer` columns, or a Hub dataset id "
-            "(with `dataset_config` and `dataset_train_split`)."
+            "(with `dataset_config` and `dataset_train_split`). Tool calling: 'toolcall' (generated requests for "
+            "builtin:toolcall_warmstart), 'toolrl_sample' (the ToolRL-format sample shipped with gdpo-trl) or "
+            "'toolrl' (ToolRL-format rows read from `dataset_path`)."
+        },
+    )
+    dataset_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "Where `dataset_name: toolrl` reads its rows: a .parquet/.jsonl/.json file (ToolRL's "
+            "rlla_4k/train.parquet, for one), a dataset folder or a Hub id. Only that source takes a path."
+        },
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata={
+            "help": "System message for every training prompt of a GSM8K-style source, replacing the loader's "
+            "(gdpo_trl.data.gsm8k.SYSTEM_PROMPT, written for the tiny CPU model). Pass the same text to gdpo-eval "
+            "--system_prompt. Refused for the tool-calling sources, whose system message lists the tools."
         },
     )
     dataset_config: str | None = field(
@@ -53,11 +70,15 @@ class GDPOScriptArguments(ScriptArguments):
     )
     synthetic_size: int = field(
         default=1000,
-        metadata={"help": "Number of problems generated when `dataset_name` is 'synthetic' or 'warmstart'."},
+        metadata={
+            "help": "Number of problems generated when `dataset_name` is 'synthetic', 'warmstart' or 'toolcall'."
+        },
     )
     synthetic_seed: int = field(
         default=0,
-        metadata={"help": "Seed of the problem generator when `dataset_name` is 'synthetic' or 'warmstart'."},
+        metadata={
+            "help": "Seed of the problem generator when `dataset_name` is 'synthetic', 'warmstart' or 'toolcall'."
+        },
     )
     max_train_samples: int | None = field(
         default=None,

@@ -1,4 +1,5 @@
-"""gdpo-eval: score a model, checkpoint or LoRA adapter with the training prompt and rewards (GSM8K by default).
+"""gdpo-eval: score a model, checkpoint or LoRA adapter with the training prompt and rewards (GSM8K by default), or
+on BFCL's tool-calling categories (--task bfcl).
 
 Examples:
   # a training output_dir or checkpoint-N folder (full model), greedy on the GSM8K test split
@@ -13,10 +14,20 @@ Examples:
   # the CPU demo before and after training, on its held-out problems, sampled as in training
   gdpo-eval --model builtin:warmstart --dataset warmstart --temperature 1 --n 8 --max_new_tokens 48
   gdpo-eval --model outputs/cpu-gdpo --dataset warmstart --temperature 1 --n 8 --max_new_tokens 48
+  # the system prompt a paper-parity recipe trained with (its `system_prompt` field)
+  gdpo-eval --model outputs/Qwen2.5-1.5B-Instruct-gdpo --system_prompt "$(cat my_prompt.txt)"
+  # tool calling: the offline task's held-out requests, or ToolRL-format rows, with the tool rewards
+  gdpo-eval --model outputs/cpu-toolcall-gdpo --dataset toolcall --rewards tool_format tool_correctness
+  gdpo-eval --model outputs/Qwen2.5-1.5B-Instruct-toolcall-gdpo --dataset toolrl --dataset_path rows.parquet \
+      --rewards tool_format tool_correctness
+  # tool calling on BFCL's AST categories, judged by bfcl-eval's own checker (greedy, transformers)
+  gdpo-eval --task bfcl --model outputs/Qwen2.5-1.5B-Instruct-toolcall-gdpo
+  gdpo-eval --task bfcl --model builtin:tiny --categories simple parallel --limit 2 --max_new_tokens 16
 
 Writes summary.json (metrics and settings) and completions.jsonl (every completion with its rewards) to
 --output_dir, by default <model or adapter folder>/eval-<dataset>-<split> for local weights, else
-eval-outputs/<model>-<dataset>-<split>.
+eval-outputs/<model>-<dataset>-<split>. --task bfcl writes bfcl_summary.json and bfcl_completions.jsonl, only when
+--output_dir is given; it needs bfcl-eval, installed without its pins: pip install --no-deps "bfcl-eval==2026.3.23".
 
 A mistake in the arguments or the data stops with one line `gdpo-eval: error: ...` and exit status 2; add --debug
 (or set GDPO_TRL_DEBUG=1) to see its traceback too.
@@ -29,6 +40,24 @@ import sys
 
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.eval import BACKENDS, DEFAULT_REWARDS, DTYPES, EvaluationInputError, evaluate, format_summary
+from gdpo_trl.eval.bfcl import CATEGORIES, BFCLNotInstalledError, evaluate_bfcl, format_report
+
+TASKS = ("dataset", "bfcl")
+# gdpo-eval's flags that only --task dataset reads: --task bfcl refuses them rather than silently ignoring them.
+DATASET_ONLY = (
+    "dataset",
+    "dataset_seed",
+    "dataset_path",
+    "system_prompt",
+    "rewards",
+    "split",
+    "n",
+    "temperature",
+    "top_p",
+    "backend",
+    "seed",
+)
+MAX_NEW_TOKENS = {"dataset": 1024, "bfcl": 512}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,16 +72,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--adapter", help="LoRA adapter folder to apply on top of --model")
     parser.add_argument(
+        "--task",
+        choices=TASKS,
+        default="dataset",
+        help="dataset (default): score --dataset's problems with --rewards; bfcl: one greedy completion per entry "
+        "of BFCL's AST categories (--categories), prompted in the tool-calling training format and judged by "
+        "bfcl-eval's own checker",
+    )
+    parser.add_argument(
+        "--categories",
+        nargs="+",
+        choices=list(CATEGORIES),
+        help=f"--task bfcl only: the BFCL categories to score (default: all of {' '.join(CATEGORIES)})",
+    )
+    parser.add_argument(
         "--dataset",
         default="openai/gsm8k",
         help="a data source (gdpo_trl.data.sources): 'gsm8k', 'sample' (shipped with the package), 'synthetic' "
         "(generated problems), 'warmstart' (the demo's held-out problems), a .json/.jsonl/.parquet file with "
-        "question and answer columns, or a Hub id (default: openai/gsm8k)",
+        "question and answer columns, or a Hub id (default: openai/gsm8k); tool calling: 'toolcall' (the offline "
+        "task's held-out requests), 'toolrl_sample' or 'toolrl' (with --dataset_path), scored with --rewards "
+        "tool_format tool_correctness",
+    )
+    parser.add_argument(
+        "--dataset_path",
+        help="where --dataset toolrl reads its rows: a .parquet/.jsonl/.json file, a dataset folder or a Hub id",
+    )
+    parser.add_argument(
+        "--system_prompt",
+        help="system message replacing the data source's in every prompt (GSM8K-style sources only): pass the "
+        "recipe's system_prompt so the model is evaluated with the prompt it was trained on",
     )
     parser.add_argument(
         "--dataset_seed",
         type=int,
-        help="generator seed of 'synthetic' and 'warmstart' (default: 1234 for any split but train, 0 for train)",
+        help="generator seed of 'synthetic', 'warmstart' and 'toolcall' (default: 1234 for any split but train, 0 for "
+        "train)",
     )
     parser.add_argument(
         "--rewards",
@@ -72,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         "with --temperature 0.6 --top_p 0.95",
     )
     parser.add_argument("--top_p", type=float, default=1.0, help="nucleus sampling top-p (default: 1.0)")
-    parser.add_argument("--max_new_tokens", type=int, default=1024, help="completion length limit (default: 1024)")
+    parser.add_argument(
+        "--max_new_tokens", type=int, help="completion length limit (default: 1024; 512 for --task bfcl)"
+    )
     parser.add_argument("--batch_size", type=int, default=16, help="prompts per generate call (default: 16)")
     parser.add_argument(
         "--backend",
@@ -91,17 +148,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@cli_errors("gdpo-eval", input_errors=(EvaluationInputError,))
+@cli_errors("gdpo-eval", input_errors=(EvaluationInputError, BFCLNotInstalledError))
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    task = args.task
+    if args.max_new_tokens is None:
+        args.max_new_tokens = MAX_NEW_TOKENS[task]
+    if task == "bfcl":
+        print(format_report(evaluate_bfcl_from_args(parser, args)))
+        return 0
+    if args.categories is not None:
+        parser.error("--categories only applies to --task bfcl")
+    options = {key: value for key, value in vars(args).items() if key not in ("task", "categories")}
     try:
-        summary = evaluate(**vars(args))
+        summary = evaluate(**options)
     except EvaluationInputError as err:
         # One line, no traceback: these are mistakes in the arguments (or an unreachable Hub), not bugs.
         parser.error(" ".join(str(err).split()))
     print(format_summary(summary))
     return 0
+
+
+def evaluate_bfcl_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """Run :func:`gdpo_trl.eval.bfcl.evaluate_bfcl` with gdpo-eval's arguments, refusing the ones it does not read."""
+    given = [name for name in DATASET_ONLY if getattr(args, name) != parser.get_default(name)]
+    if given:
+        flags = ", ".join(f"--{name}" for name in given)
+        parser.error(f"{flags} only appl{'ies' if len(given) == 1 else 'y'} to --task dataset, not to --task bfcl")
+    if args.limit is not None and args.limit < 1:
+        parser.error(f"limit must be >= 1, got {args.limit}")
+    return evaluate_bfcl(
+        args.model,
+        categories=args.categories or list(CATEGORIES),
+        limit=args.limit,
+        adapter=args.adapter,
+        max_new_tokens=args.max_new_tokens,
+        batch_size=args.batch_size,
+        dtype=args.dtype,
+        output_dir=args.output_dir,
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``gdpo-train``: GDPO (or GRPO) fine-tuning on GSM8K-style data, configured by a TRL-style YAML recipe.
+"""``gdpo-train``: GDPO (or GRPO) fine-tuning on GSM8K-style or tool-calling data, configured by a TRL-style YAML recipe.
 
 Usage::
 
@@ -99,15 +99,17 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def source_options(script_args: GDPOScriptArguments) -> dict:
-    """``load_source`` options from the script arguments: generated sources take a size and a seed."""
+    """``load_source`` options from the script arguments: generated sources take a size and a seed; the recipe's
+    ``system_prompt`` and ``dataset_path`` go through as given (``load_source`` refuses them where they do not apply)."""
     from gdpo_trl.data.sources import GENERATED
 
     limit = script_args.max_train_samples
+    common = {"system_prompt": script_args.system_prompt, "path": script_args.dataset_path}
     if script_args.dataset_name in GENERATED:
         size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
-        return {"split": "train", "size": size, "seed": script_args.synthetic_seed}
+        return {"split": "train", "size": size, "seed": script_args.synthetic_seed, **common}
     split, config = script_args.dataset_train_split, script_args.dataset_config or "main"
-    return {"split": split, "size": limit, "config": config}
+    return {"split": split, "size": limit, "config": config, **common}
 
 
 def final_summary(trainer, output_dir: str) -> str:

@@ -22,6 +22,10 @@ from pathlib import Path
 
 BUILTIN_PREFIX = "builtin:"
 WARMSTART = "warmstart"  # builtin:warmstart, the SFT warm start of gdpo_trl.demo.warmstart
+TOOLCALL_WARMSTART = "toolcall_warmstart"  # builtin:toolcall_warmstart, of gdpo_trl.demo.toolcall_task
+# Built-in models trained with SFT on first use -> the module that builds one (`python -m MODULE PATH --seed N
+# --threads N`, writing warmstart.json with its build_seconds) and holds its recipe.
+WARM_STARTS = {WARMSTART: "gdpo_trl.demo.warmstart", TOOLCALL_WARMSTART: "gdpo_trl.demo.toolcall_task"}
 TAGS = ["<think>", "</think>", "<answer>", "</answer>"]
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # A ChatML template (the format Qwen2.5 uses), written for this tokenizer.
@@ -213,8 +217,8 @@ def _run_isolated(args: list[str], what: str, *, show_output: bool = False) -> N
         raise RuntimeError(f"Building {what} failed ({' '.join(command)}):\n{output}")
 
 
-def _build_warmstart_isolated(path: Path, seed: int) -> None:
-    """Build the warm start in a child process (``python -m gdpo_trl.demo.warmstart``), showing its progress.
+def _build_warm_start_isolated(path: Path, name: str, seed: int) -> None:
+    """Build warm start ``name`` (a key of :data:`WARM_STARTS`) in a child process, showing its progress.
 
     Why not in this process: SFT training creates accelerate's process-wide state (``use_cpu=True``), which would stick
     to a later GRPO/GDPO trainer in the same process, and under a multi-process launcher (``RANK``/``WORLD_SIZE`` set)
@@ -226,19 +230,19 @@ def _build_warmstart_isolated(path: Path, seed: int) -> None:
     import torch
 
     threads = torch.get_num_threads()
-    records = [json.loads(p.read_text()) for p in cache_dir().glob("*/warmstart.json")]
+    records = [json.loads(p.read_text()) for p in cache_dir().glob(f"{name}-seed*/warmstart.json")]
     previous = [record["build_seconds"] for record in records if "build_seconds" in record]
     estimate = (
         f"the last build here took {max(previous):.0f} s" if previous else "a progress bar with time left follows"
     )
     print(
-        f"Building builtin:warmstart@{seed} once for this machine ({threads} torch thread(s); {estimate}): SFT, then "
-        f"measuring its starting rewards. Later runs and the tests reuse it from {path.parent}.",
+        f"Building builtin:{name}@{seed} once for this machine ({threads} torch thread(s); {estimate}). Later runs "
+        f"and the tests reuse it from {path.parent}.",
         file=sys.stderr,
         flush=True,
     )
-    args = ["-m", "gdpo_trl.demo.warmstart", str(path), "--seed", str(seed), "--threads", str(threads)]
-    _run_isolated(args, "the warm start", show_output=True)
+    args = ["-m", WARM_STARTS[name], str(path), "--seed", str(seed), "--threads", str(threads)]
+    _run_isolated(args, f"builtin:{name}", show_output=True)
 
 
 def _build_tiny(path: Path, architecture: str, seed: int) -> None:
@@ -263,23 +267,33 @@ def resolve_model(name_or_path: str) -> str:
 
     ``builtin:tiny`` (or ``builtin:mini``, ``builtin:small``, ``builtin:base``; optionally ``@seed``, e.g.
     ``builtin:tiny@3``) builds the random-initialized model on first use and caches it. ``builtin:warmstart``
-    (optionally ``@seed``) trains the SFT warm start of :mod:`gdpo_trl.demo.warmstart` on first use (about a minute on a
-    CPU) and caches it. Anything else (a Hub id or a local path) is returned unchanged.
+    (optionally ``@seed``) trains the SFT warm start of :mod:`gdpo_trl.demo.warmstart` on first use (minutes on a
+    CPU) and caches it; ``builtin:toolcall_warmstart`` likewise, the tool-calling task's (:mod:`gdpo_trl.demo.toolcall_task`).
+    Anything else (a Hub id or a local path) is returned unchanged.
     """
     if not name_or_path.startswith(BUILTIN_PREFIX):
         return name_or_path
     name = name_or_path[len(BUILTIN_PREFIX) :]
     architecture, _, seed = name.partition("@")
-    if architecture != WARMSTART and architecture not in ARCHITECTURES:
-        choices = [BUILTIN_PREFIX + a for a in sorted([*ARCHITECTURES, WARMSTART])]
+    if architecture not in WARM_STARTS and architecture not in ARCHITECTURES:
+        choices = [BUILTIN_PREFIX + a for a in sorted([*ARCHITECTURES, *WARM_STARTS])]
         raise ValueError(f"Unknown built-in model {name_or_path!r}: use one of {choices}, optionally with '@<seed>'.")
     seed = int(seed or 0)
-    if architecture == WARMSTART:
-        from gdpo_trl.demo import warmstart
-
-        recipe = warmstart.Recipe()
-        build_id = _build_id(WARMSTART, dataclasses.asdict(recipe), ARCHITECTURES[recipe.architecture], seed)
-        target = cache_dir() / f"{WARMSTART}-seed{seed}-{build_id}"
-        return str(_cached_build(target, lambda tmp: _build_warmstart_isolated(tmp, seed)))
+    if architecture in WARM_STARTS:
+        recipe = _warm_start_recipe(architecture)
+        build_id = _build_id(architecture, dataclasses.asdict(recipe), ARCHITECTURES[recipe.architecture], seed)
+        target = cache_dir() / f"{architecture}-seed{seed}-{build_id}"
+        return str(_cached_build(target, lambda tmp: _build_warm_start_isolated(tmp, architecture, seed)))
     target = cache_dir() / f"{architecture}-seed{seed}-{_build_id(ARCHITECTURES[architecture], seed)}"
     return str(_cached_build(target, lambda tmp: _build_tiny(tmp, architecture, seed)))
+
+
+def _warm_start_recipe(name: str):
+    """The default recipe of warm start ``name``: with the seed, it determines the weights (hence the cache key)."""
+    if name == TOOLCALL_WARMSTART:
+        from gdpo_trl.demo.toolcall_task import ToolcallRecipe
+
+        return ToolcallRecipe()
+    from gdpo_trl.demo.warmstart import Recipe
+
+    return Recipe()

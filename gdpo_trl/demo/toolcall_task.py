@@ -7,12 +7,12 @@ normalization matters. Requests are short and templated (``weather in Oslo in C`
 and Lima``, ``thanks``) so that a character-level model can copy the values; the gold answer of each is computed here
 (and recomputed independently in the tests).
 
-The warm start is the ``mini`` model of :mod:`gdpo_trl.tiny` trained with TRL's ``SFTTrainer`` (the settings of
-:mod:`gdpo_trl.warmstart`) on traces with imperfections drawn on purpose: a broken layout half of the time, a wrong
+The warm start is the ``mini`` model of :mod:`gdpo_trl.demo.tiny` trained with TRL's ``SFTTrainer`` (the settings of
+:mod:`gdpo_trl.demo.warmstart`) on traces with imperfections drawn on purpose: a broken layout half of the time, a wrong
 call half of the time (a wrong value, a missing parameter, a wrong tool, unreadable JSON, a call too few or too
 many), so that sampled at temperature 1 it starts mid-range on both rewards.
-``python -m gdpo_trl.demo.toolcall_task PATH [--seed N]`` builds it; :func:`resolve_toolcall_warmstart` builds it
-once and caches it next to the other built-in models.
+``python -m gdpo_trl.demo.toolcall_task PATH [--seed N]`` builds it; ``resolve_model("builtin:toolcall_warmstart")``
+(:mod:`gdpo_trl.demo.tiny`) builds it once and caches it next to the other built-in models.
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ import argparse
 import hashlib
 import json
 import random
+import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gdpo_trl.console import quiet_known_warnings
 from gdpo_trl.rewards.toolcall import tool_correctness, tool_format
 
 if TYPE_CHECKING:
@@ -128,6 +131,8 @@ class ToolcallRecipe:
     steps: int = 400
     batch_size: int = 16
     learning_rate: float = 3e-3
+    lr_scheduler_type: str = "cosine"
+    warmup_steps: int = 20  # a twentieth of the steps, the schedule these settings were tuned with
     broken_format: float = 0.5
     call_error: float = 0.5
 
@@ -197,9 +202,10 @@ def build_toolcall_warmstart(path: str | Path, seed: int = 0, recipe: ToolcallRe
     import torch
     from trl import SFTTrainer
 
-    from gdpo_trl.tiny import build_model, build_tokenizer
-    from gdpo_trl.warmstart import _sft_config
+    from gdpo_trl.demo.tiny import build_model, build_tokenizer
+    from gdpo_trl.demo.warmstart import sft_config
 
+    start = time.perf_counter()
     recipe = recipe or ToolcallRecipe()
     torch.manual_seed(seed)
     tokenizer = build_tokenizer()
@@ -207,35 +213,27 @@ def build_toolcall_warmstart(path: str | Path, seed: int = 0, recipe: ToolcallRe
     model = build_model(tokenizer, recipe.architecture, seed)
     dataset = sft_dataset(recipe.steps * recipe.batch_size, seed, recipe)
     with tempfile.TemporaryDirectory() as scratch:
-        args = _sft_config(scratch, seed, recipe)
+        args = sft_config(scratch, seed, recipe)
         SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer).train()
     path = Path(path)
     for part in (model, tokenizer, model.generation_config):
         part.save_pretrained(path)
-    (path / "warmstart.json").write_text(json.dumps({"seed": seed, "recipe": asdict(recipe)}, indent=2) + "\n")
+    record = {"seed": seed, "recipe": asdict(recipe), "build_seconds": round(time.perf_counter() - start, 1)}
+    (path / "warmstart.json").write_text(json.dumps(record, indent=2) + "\n")
     return path
 
 
 def resolve_toolcall_warmstart(seed: int = 0) -> str:
-    """The cached warm start's folder, built on first use in a child process (as ``builtin:warmstart`` is)."""
-    from gdpo_trl import tiny, warmstart
+    """The cached warm start's folder, built on first use: ``resolve_model("builtin:toolcall_warmstart@SEED")``."""
+    from gdpo_trl.demo.tiny import resolve_model
 
-    name = "toolcall_warmstart"
-    build_id = tiny._build_id(name, seed, Path(__file__), Path(warmstart.__file__))
-    target = tiny.cache_dir() / f"{name}-seed{seed}-{build_id}"
-    command = ["-m", "gdpo_trl.demo.toolcall_task", "{path}", "--seed", str(seed)]
-    build = lambda tmp: tiny._run_isolated([a.format(path=tmp) for a in command], "the tool-call warm start")  # noqa: E731
-    return str(tiny._cached_build(target, build))
+    return resolve_model(f"builtin:toolcall_warmstart@{seed}")
 
 
 def measure_rewards(model_path: str, num_prompts: int = 64, num_samples: int = 4, seed: int = 0) -> dict:
     """Mean ``tool_format`` and ``tool_correctness`` of samples at temperature 1 on held-out requests."""
-    from gdpo_trl.evaluate import (
-        GenerationSettings,
-        generate_transformers,
-        load_transformers_model,
-        resolve_model_spec,
-    )
+    from gdpo_trl.eval import GenerationSettings, load_transformers_model, resolve_model_spec
+    from gdpo_trl.eval.backends import generate_transformers
 
     data = load_toolcall_task(num_prompts, seed, "eval")
     settings = GenerationSettings(n=num_samples, temperature=1.0, max_new_tokens=160, batch_size=32, seed=seed)
@@ -257,8 +255,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=None, help="override the recipe's SFT steps")
     parser.add_argument("--measure", action="store_true", help="print the starting rewards after building")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     args = parser.parse_args(argv)
-    recipe = ToolcallRecipe() if args.steps is None else ToolcallRecipe(steps=args.steps)
+    print("tool-call warm start: loading TRL (about 10 s), then SFT with a progress bar", file=sys.stderr, flush=True)
+    quiet_known_warnings()
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    steps = {} if args.steps is None else {"steps": args.steps, "warmup_steps": max(1, args.steps // 20)}
+    recipe = ToolcallRecipe(**steps)
     build_toolcall_warmstart(args.path, args.seed, recipe)
     if args.measure:
         print(json.dumps(measure_rewards(str(args.path), seed=args.seed)))

@@ -141,7 +141,10 @@ def load_warmstart_dataset(n: int, seed: int = 0, split: str = "eval", recipe: R
     )
 
 
-def _sft_config(output_dir: str, seed: int, recipe: Recipe):
+def sft_config(output_dir: str, seed: int, recipe: Recipe):
+    """TRL's ``SFTConfig`` for a warm start: ``recipe`` needs ``steps``, ``batch_size``, ``learning_rate``,
+    ``lr_scheduler_type`` and ``warmup_steps`` (the tool-call warm start of :mod:`gdpo_trl.demo.toolcall_task` uses it
+    too)."""
     from trl import SFTConfig
 
     return SFTConfig(
@@ -179,7 +182,7 @@ def train_warmstart(path: str | Path, seed: int = 0, recipe: Recipe | None = Non
     dataset = sft_dataset(recipe.steps * recipe.batch_size, seed, recipe)  # exactly one epoch of `steps` batches
     with tempfile.TemporaryDirectory() as scratch:
         trainer = SFTTrainer(
-            model=model, args=_sft_config(scratch, seed, recipe), train_dataset=dataset, processing_class=tokenizer
+            model=model, args=sft_config(scratch, seed, recipe), train_dataset=dataset, processing_class=tokenizer
         )
         trainer.train()
     path = Path(path)

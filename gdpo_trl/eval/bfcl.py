@@ -27,7 +27,15 @@ from pathlib import Path
 from gdpo_trl.data.toolrl import make_prompt
 from gdpo_trl.rewards.toolcall import parse_tool_calls, tool_format
 
-__all__ = ["CATEGORIES", "evaluate_bfcl", "format_report", "load_category", "render_prompt", "score_completion"]
+__all__ = [
+    "CATEGORIES",
+    "BFCLNotInstalledError",
+    "evaluate_bfcl",
+    "format_report",
+    "load_category",
+    "render_prompt",
+    "score_completion",
+]
 
 # Our category names -> BFCL's test-category names (BFCL calls the Python "simple" category simple_python).
 CATEGORIES = {
@@ -43,12 +51,16 @@ _TOOL_CALL_GOLD = "<tool_call>"  # any gold holding a tool call selects tool_for
 GenerateFn = Callable[[list[list[dict]]], list[str]]
 
 
+class BFCLNotInstalledError(ImportError):
+    """bfcl-eval cannot be imported: the user's to fix (the message says how), reported without a traceback."""
+
+
 def _bfcl():
     """``(ast_checker, Language, prompt folder, possible-answer folder)`` from bfcl-eval, importing it lazily."""
     try:
         from bfcl_eval.constants.eval_config import POSSIBLE_ANSWER_PATH, PROMPT_PATH
     except ImportError as err:
-        raise ImportError(f"BFCL evaluation needs bfcl-eval: {INSTALL_HINT} ({err})") from None
+        raise BFCLNotInstalledError(f"BFCL evaluation needs bfcl-eval: {INSTALL_HINT} ({err})") from None
     registry = "bfcl_eval.constants.model_config"
     if registry not in sys.modules:
         try:
@@ -128,22 +140,25 @@ def _summary(rows: Sequence[dict]) -> dict:
 
 
 def default_generate_fn(
-    model: str, *, max_new_tokens: int = 512, batch_size: int = 16, dtype: str = "auto"
+    model: str,
+    *,
+    adapter: str | None = None,
+    max_new_tokens: int = 512,
+    batch_size: int = 16,
+    dtype: str = "auto",
 ) -> GenerateFn:
     """Greedy generation with gdpo-eval's transformers backend (the model is loaded once, on first use)."""
-    from gdpo_trl.evaluate import (
-        GenerationSettings,
-        generate_transformers,
-        load_transformers_model,
-        resolve_model_spec,
-    )
+    from gdpo_trl.eval.backends import generate_transformers
+    from gdpo_trl.eval.loading import load_transformers_model, resolve_model_spec
+    from gdpo_trl.eval.settings import GenerationSettings
 
     settings = GenerationSettings(max_new_tokens=max_new_tokens, batch_size=batch_size)
+    spec = resolve_model_spec(model, adapter)  # now: a bad model or adapter fails before BFCL's data is read
     loaded = []
 
     def generate(prompts: list[list[dict]]) -> list[str]:
         if not loaded:
-            loaded.extend(load_transformers_model(resolve_model_spec(model), dtype))
+            loaded.extend(load_transformers_model(spec, dtype))
         groups = generate_transformers(*loaded, prompts, settings, progress=False)
         return [group[0].text for group in groups]
 
@@ -156,15 +171,17 @@ def evaluate_bfcl(
     limit: int | None = None,
     generate_fn: GenerateFn | None = None,
     *,
+    adapter: str | None = None,
     max_new_tokens: int = 512,
     batch_size: int = 16,
+    dtype: str = "auto",
     output_dir: str | Path | None = None,
 ) -> dict:
     """Generate one greedy completion per entry of each category and score it with BFCL's AST checker.
 
     Args:
-        model: what :func:`gdpo_trl.evaluate.resolve_model_spec` accepts (Hub id, folder, adapter, ``builtin:tiny``);
-            unused when ``generate_fn`` is given.
+        model: what :func:`gdpo_trl.eval.resolve_model_spec` accepts (Hub id, folder, adapter, ``builtin:tiny``),
+            with ``adapter`` on top if given; unused when ``generate_fn`` is given.
         categories: any of :data:`CATEGORIES`.
         limit: first ``limit`` entries per category.
         generate_fn: maps a list of chat prompts to one completion text each (tests pass canned completions).
@@ -179,7 +196,9 @@ def evaluate_bfcl(
     if generate_fn is None:
         if model is None:
             raise ValueError("evaluate_bfcl needs a model or a generate_fn")
-        generate_fn = default_generate_fn(model, max_new_tokens=max_new_tokens, batch_size=batch_size)
+        generate_fn = default_generate_fn(
+            model, adapter=adapter, max_new_tokens=max_new_tokens, batch_size=batch_size, dtype=dtype
+        )
     entries = {category: load_category(category, limit) for category in categories}  # all data before generating
     rows: dict[str, list[dict]] = {}
     for category, items in entries.items():
@@ -194,6 +213,7 @@ def evaluate_bfcl(
         "categories": {category: _summary(category_rows) for category, category_rows in rows.items()},
         "overall": _summary([row for category_rows in rows.values() for row in category_rows]),
         "model": model,
+        "adapter": adapter,
         "limit": limit,
     }
     if output_dir is not None:

@@ -19,9 +19,18 @@ from gdpo_trl.eval.scoring import DEFAULT_REWARDS, reward_funcs, score_problem, 
 from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
 
 
-def load_problems(dataset: str, split: str, limit: int | None = None, seed: int | None = None):
-    """Problems from the data-source registry (:func:`gdpo_trl.data.sources.load_source`) as ``prompt``/``answer``
-    rows; loader errors (missing file or column, unreachable Hub) become :class:`EvaluationInputError`."""
+def load_problems(
+    dataset: str,
+    split: str,
+    limit: int | None = None,
+    seed: int | None = None,
+    *,
+    path: str | None = None,
+    system_prompt: str | None = None,
+):
+    """Problems from the data-source registry (:func:`gdpo_trl.data.sources.load_source`, which takes ``path`` and
+    ``system_prompt`` as training does) as ``prompt``/``answer`` rows; loader errors (missing file or column,
+    unreachable Hub, an option the source does not take) become :class:`EvaluationInputError`."""
     from gdpo_trl.data.sources import GENERATED, load_source
 
     if limit is not None and limit < 1:
@@ -29,7 +38,7 @@ def load_problems(dataset: str, split: str, limit: int | None = None, seed: int 
     # Generated sources default to a few hundred problems for evaluation, not a training set's thousand.
     size = limit if limit is not None or dataset not in GENERATED else 200
     try:
-        return load_source(dataset, split=split, size=size, seed=seed)
+        return load_source(dataset, split=split, size=size, seed=seed, path=path, system_prompt=system_prompt)
     except (OSError, ValueError) as err:  # OSError covers FileNotFoundError and an unreachable Hub
         raise EvaluationInputError(f"cannot load dataset {dataset!r}: {err}") from err
 
@@ -75,6 +84,8 @@ def evaluate(
     split: str = "test",
     limit: int | None = None,
     dataset_seed: int | None = None,
+    dataset_path: str | None = None,
+    system_prompt: str | None = None,
     rewards: Sequence[str] = DEFAULT_REWARDS,
     n: int = 1,
     temperature: float = 0.0,
@@ -99,7 +110,8 @@ def evaluate(
         raise EvaluationInputError(f"unknown dtype {dtype!r}; choose one of {list(DTYPES)}")
     backend = choose_backend(backend)
     spec = resolve_model_spec(model, adapter)
-    problems = load_problems(dataset, split, limit, dataset_seed)  # before the model: a bad dataset fails in a second
+    # Before the model: a bad dataset fails in a second.
+    problems = load_problems(dataset, split, limit, dataset_seed, path=dataset_path, system_prompt=system_prompt)
     rows, metrics, run = generate_and_score(
         spec, problems, settings, rewards, backend=backend, dtype=dtype, progress=progress
     )
@@ -108,7 +120,14 @@ def evaluate(
         "metrics": metrics,
         "generation": {**asdict(settings), "backend": backend, "dtype": dtype, "device": run["device"]},
         "model": {"model": spec.name, "base_model": spec.base, "adapter": spec.adapter, "tokenizer": spec.tokenizer},
-        "data": {"dataset": dataset, "split": split, "limit": limit, "seed": dataset_seed},
+        "data": {
+            "dataset": dataset,
+            "path": dataset_path,
+            "split": split,
+            "limit": limit,
+            "seed": dataset_seed,
+            "system_prompt": system_prompt,
+        },
         "rewards": list(rewards),
         "wall_time_s": time.perf_counter() - start,
         "generation_time_s": run["generation_time_s"],
