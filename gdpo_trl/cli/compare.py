@@ -69,21 +69,26 @@ def recipe_flags(fields: dict) -> list[str]:
     return flags
 
 
+def given(flag, recipe_value):
+    """A flag's value where it was given, else the recipe's."""
+    return recipe_value if flag is None else flag
+
+
 def comparison_fields(args, base) -> dict:
     """The recipe fields every run of the comparison shares: its steps and batch (the recipe's unless given), and
     what a comparison needs: a log line per step, no checkpoints or progress bars, the accelerator if there is one."""
     import torch
 
     _, training, _ = base
-    generations = args.num_generations or training.num_generations
-    prompts = args.prompts_per_step or training.per_device_train_batch_size // training.num_generations
+    generations = given(args.num_generations, training.num_generations)
+    prompts = given(args.prompts_per_step, training.per_device_train_batch_size // training.num_generations)
     cuda = torch.cuda.is_available()
     return {
-        "max_steps": (args.steps or training.max_steps) * args.scale,
+        "max_steps": given(args.steps, training.max_steps) * args.scale,
         "per_device_train_batch_size": prompts * args.scale * generations,
         "num_generations": generations,
-        "max_completion_length": args.max_completion_length or training.max_completion_length,
-        "learning_rate": args.learning_rate or training.learning_rate,
+        "max_completion_length": given(args.max_completion_length, training.max_completion_length),
+        "learning_rate": given(args.learning_rate, training.learning_rate),
         "logging_steps": 1,
         "save_strategy": "no",
         "disable_tqdm": True,
@@ -146,13 +151,13 @@ def main(argv=None):
     recipe = find_recipe(args.recipe)
     base = parse_recipe(["--config", recipe])  # also sets the recipe's `env:` variables
     shared = comparison_fields(args, base)
-    model = args.model or base[2].model_name_or_path
+    model = given(args.model, base[2].model_name_or_path)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = [reward_name(f) for f in build_reward_funcs(base[0])]
     wall = {}
     if not args.skip_training:
-        torch.set_num_threads(args.threads or base[0].cpu_threads or torch.get_num_threads())
+        torch.set_num_threads(given(args.threads, base[0].cpu_threads) or torch.get_num_threads())
         model_path = resolve_model(model)
         dataset = load_dataset(base, shared)
         runs = [(m, s) for s in args.seeds for m in args.methods]  # seed-major: a partial sweep stays paired
