@@ -114,8 +114,8 @@ def test_trace_mix_starts_mid_range():
 
 
 def test_sft_examples_end_with_eos_and_tool_tags_are_single_tokens():
+    from gdpo_trl.demo.tiny import build_tokenizer
     from gdpo_trl.demo.toolcall_task import TOOL_TAGS
-    from gdpo_trl.tiny import build_tokenizer
 
     tokenizer = build_tokenizer()
     tokenizer.add_tokens(TOOL_TAGS)
@@ -129,8 +129,8 @@ def test_sft_examples_end_with_eos_and_tool_tags_are_single_tokens():
 
 
 def test_short_build_in_a_child_process(tmp_path):
-    """Two SFT steps, built as resolve_toolcall_warmstart builds (a child process): a loadable model whose saved
-    tokenizer keeps the tool tags as single tokens."""
+    """Two SFT steps, built as resolve_model("builtin:toolcall_warmstart") builds (a child process): a loadable
+    model whose saved tokenizer keeps the tool tags as single tokens."""
     import os
     import subprocess
     import sys

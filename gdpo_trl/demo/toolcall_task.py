@@ -223,13 +223,6 @@ def build_toolcall_warmstart(path: str | Path, seed: int = 0, recipe: ToolcallRe
     return path
 
 
-def resolve_toolcall_warmstart(seed: int = 0) -> str:
-    """The cached warm start's folder, built on first use: ``resolve_model("builtin:toolcall_warmstart@SEED")``."""
-    from gdpo_trl.demo.tiny import resolve_model
-
-    return resolve_model(f"builtin:toolcall_warmstart@{seed}")
-
-
 def measure_rewards(model_path: str, num_prompts: int = 64, num_samples: int = 4, seed: int = 0) -> dict:
     """Mean ``tool_format`` and ``tool_correctness`` of samples at temperature 1 on held-out requests."""
     from gdpo_trl.eval import GenerationSettings, load_transformers_model, resolve_model_spec
