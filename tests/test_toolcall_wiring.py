@@ -94,18 +94,15 @@ def test_gdpo_eval_system_prompt_and_tool_sources(tmp_path, capsys, tiny_model_p
     fast = ["--model", tiny_model_path, "--limit", "2", "--max_new_tokens", "2"]
     eval_main([*fast, "--dataset", "sample", "--system_prompt", "Answer.", "--output_dir", str(tmp_path / "a")])
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["data"]["system_prompt"] == "Answer."
-    tool = [
-        "--dataset",
-        "toolcall",
-        "--rewards",
-        "tool_format",
-        "tool_correctness",
-        "--output_dir",
-        str(tmp_path / "b"),
-    ]
-    eval_main([*fast, *tool])
+    eval_main([*fast, "--dataset", "toolcall", "--limit", "8", "--output_dir", str(tmp_path / "b")])
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["rewards"] == ["tool_format", "tool_correctness"]  # the tool rewards by default
     assert set(summary["metrics"]) >= {"tool_format_mean", "tool_correctness_mean"}
+    # Two characters of a random model are no tool call: -3 where the gold calls a tool, 0 for a chat request.
+    rows = [json.loads(line) for line in (tmp_path / "b" / "completions.jsonl").read_text().splitlines()]
+    assert [row["rewards"][0]["tool_correctness"] for row in rows] == [
+        -3.0 if "<tool_call>" in row["answer"] else 0.0 for row in rows
+    ]
     code, line = _run(eval_main, [*fast, "--dataset", "toolcall", "--system_prompt", "S"], capsys)
     assert code == 2 and "system_prompt does not apply to the tool-calling source 'toolcall'" in line
     code, line = _run(eval_main, [*fast, "--dataset", "toolrl"], capsys)

@@ -16,10 +16,10 @@ Examples:
   gdpo-eval --model outputs/cpu-gdpo --dataset warmstart --temperature 1 --n 8 --max_new_tokens 48
   # the system prompt a paper-parity recipe trained with (its `system_prompt` field)
   gdpo-eval --model outputs/Qwen2.5-1.5B-Instruct-gdpo --system_prompt "$(cat my_prompt.txt)"
-  # tool calling: the offline task's held-out requests, or ToolRL-format rows, with the tool rewards
-  gdpo-eval --model outputs/cpu-toolcall-gdpo --dataset toolcall --rewards tool_format tool_correctness
-  gdpo-eval --model outputs/Qwen2.5-1.5B-Instruct-toolcall-gdpo --dataset toolrl --dataset_path rows.parquet \
-      --rewards tool_format tool_correctness
+  # tool calling: the offline task's held-out requests, or ToolRL-format rows (scored with tool_format and
+  # tool_correctness unless --rewards says otherwise)
+  gdpo-eval --model outputs/cpu-toolcall-gdpo --dataset toolcall --temperature 1 --n 4 --max_new_tokens 160
+  gdpo-eval --model outputs/Qwen2.5-1.5B-Instruct-toolcall-gdpo --dataset toolrl --dataset_path rows.parquet
   # tool calling on BFCL's AST categories, judged by bfcl-eval's own checker (greedy, transformers)
   gdpo-eval --task bfcl --model outputs/Qwen2.5-1.5B-Instruct-toolcall-gdpo
   gdpo-eval --task bfcl --model builtin:tiny --categories simple parallel --limit 2 --max_new_tokens 16
@@ -41,6 +41,7 @@ import sys
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.eval import BACKENDS, DEFAULT_REWARDS, DTYPES, EvaluationInputError, evaluate, format_summary
 from gdpo_trl.eval.bfcl import CATEGORIES, BFCLNotInstalledError, evaluate_bfcl, format_report
+from gdpo_trl.eval.scoring import TOOL_REWARDS
 
 TASKS = ("dataset", "bfcl")
 # gdpo-eval's flags that only --task dataset reads: --task bfcl refuses them rather than silently ignoring them.
@@ -91,8 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a data source (gdpo_trl.data.sources): 'gsm8k', 'sample' (shipped with the package), 'synthetic' "
         "(generated problems), 'warmstart' (the demo's held-out problems), a .json/.jsonl/.parquet file with "
         "question and answer columns, or a Hub id (default: openai/gsm8k); tool calling: 'toolcall' (the offline "
-        "task's held-out requests), 'toolrl_sample' or 'toolrl' (with --dataset_path), scored with --rewards "
-        "tool_format tool_correctness",
+        "task's held-out requests), 'toolrl_sample' or 'toolrl' (with --dataset_path)",
     )
     parser.add_argument(
         "--dataset_path",
@@ -112,9 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--rewards",
         nargs="+",
-        default=list(DEFAULT_REWARDS),
         help="reward functions to score with: registry names or dotted paths, as gdpo-train's reward_funcs "
-        f"(default: {' '.join(DEFAULT_REWARDS)})",
+        f"(default: {' '.join(DEFAULT_REWARDS)}; {' '.join(TOOL_REWARDS)} for the tool-calling sources)",
     )
     parser.add_argument("--split", default="test", help="dataset split (default: test; ignored for single files)")
     parser.add_argument("--limit", type=int, help="evaluate only the first N problems")

@@ -15,7 +15,7 @@ from pathlib import Path
 from gdpo_trl.eval.backends import choose_backend, generate_transformers, generate_vllm
 from gdpo_trl.eval.loading import DTYPES, ModelSpec, load_transformers_model, resolve_model_spec
 from gdpo_trl.eval.report import default_output_dir, write_outputs
-from gdpo_trl.eval.scoring import DEFAULT_REWARDS, reward_funcs, score_problem, summarize
+from gdpo_trl.eval.scoring import DEFAULT_REWARDS, default_rewards, reward_funcs, score_problem, summarize
 from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
 
 
@@ -86,7 +86,7 @@ def evaluate(
     dataset_seed: int | None = None,
     dataset_path: str | None = None,
     system_prompt: str | None = None,
-    rewards: Sequence[str] = DEFAULT_REWARDS,
+    rewards: Sequence[str] | None = None,
     n: int = 1,
     temperature: float = 0.0,
     top_p: float = 1.0,
@@ -101,10 +101,12 @@ def evaluate(
     """Evaluate ``model`` (and ``adapter``) on ``dataset`` and return the summary that is written to
     ``output_dir/summary.json``; ``completions.jsonl`` beside it holds every completion with its rewards.
 
-    Arguments mirror ``gdpo-eval`` (see :mod:`gdpo_trl.cli.evaluate`). Raises :class:`EvaluationInputError` for a
+    Arguments mirror ``gdpo-eval`` (see :mod:`gdpo_trl.cli.evaluate`); ``rewards`` defaults to the source's
+    (:func:`gdpo_trl.eval.scoring.default_rewards`). Raises :class:`EvaluationInputError` for a
     bad setting, model, adapter, dataset or reward name, before any generation starts.
     """
     start = time.perf_counter()
+    rewards = default_rewards(dataset) if rewards is None else rewards
     settings = GenerationSettings(n, temperature, top_p, max_new_tokens, batch_size, seed)
     if dtype not in DTYPES:
         raise EvaluationInputError(f"unknown dtype {dtype!r}; choose one of {list(DTYPES)}")
