@@ -17,18 +17,15 @@ many), so that sampled at temperature 1 it starts mid-range on both rewards.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import random
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gdpo_trl.console import quiet_known_warnings
 from gdpo_trl.rewards.toolcall import tool_correctness, tool_format
 
 if TYPE_CHECKING:
@@ -243,19 +240,12 @@ def measure_rewards(model_path: str, num_prompts: int = 64, num_samples: int = 4
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Build the tool-call warm start into PATH.")
-    parser.add_argument("path", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=None, help="override the recipe's SFT steps")
-    parser.add_argument("--measure", action="store_true", help="print the starting rewards after building")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
-    args = parser.parse_args(argv)
-    print("tool-call warm start: loading TRL (about 10 s), then SFT with a progress bar", file=sys.stderr, flush=True)
-    quiet_known_warnings()
-    if args.threads is not None:
-        import torch
+    from gdpo_trl.demo.warmstart import build_parser, start_build
 
-        torch.set_num_threads(args.threads)
+    parser = build_parser("Build the tool-call warm start into PATH.")
+    parser.add_argument("--measure", action="store_true", help="print the starting rewards after building")
+    args = parser.parse_args(argv)
+    start_build(args, "tool-call warm start: loading TRL (about 10 s), then SFT with a progress bar")
     steps = {} if args.steps is None else {"steps": args.steps, "warmup_steps": max(1, args.steps // 20)}
     recipe = ToolcallRecipe(**steps)
     build_toolcall_warmstart(args.path, args.seed, recipe)

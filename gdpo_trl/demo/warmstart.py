@@ -268,21 +268,30 @@ def measure_rewards(
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m gdpo_trl.demo.warmstart PATH [--seed N] [--steps N] [--no-measure]``: how ``resolve_model`` builds it."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments every warm-start builder takes (this one and the tool-call task's): PATH, seed, steps, threads."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("path", type=Path)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=None, help="override the recipe's SFT steps (for quick checks)")
-    parser.add_argument("--no-measure", dest="measure", action="store_false", help="skip measuring rewards")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
-    args = parser.parse_args(argv)
-    print("warm start: loading TRL (about 10 s), then a progress bar per stage", file=sys.stderr, flush=True)
+    return parser
+
+
+def start_build(args: argparse.Namespace, banner: str) -> None:
+    """Say what comes (TRL's import is silent for seconds), silence known noise, apply ``--threads``."""
+    print(banner, file=sys.stderr, flush=True)
     quiet_known_warnings()
     if args.threads is not None:
-        import torch
+        __import__("torch").set_num_threads(args.threads)
 
-        torch.set_num_threads(args.threads)
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m gdpo_trl.demo.warmstart PATH [--seed N] [--steps N] [--no-measure]``: how ``resolve_model`` builds it."""
+    parser = build_parser(__doc__.splitlines()[0])
+    parser.add_argument("--no-measure", dest="measure", action="store_false", help="skip measuring rewards")
+    args = parser.parse_args(argv)
+    start_build(args, "warm start: loading TRL (about 10 s), then a progress bar per stage")
     recipe = Recipe() if args.steps is None else Recipe(steps=args.steps)
     build_warmstart(args.path, args.seed, recipe, measure=args.measure)
 
