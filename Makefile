@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 
 demo: install
 	@echo "gdpo-train --config recipes/cpu/gdpo/config.yaml (the first run also builds the warm start; progress follows)"
-	HF_HUB_OFFLINE=1 $(BIN)/gdpo-train --config recipes/cpu/gdpo/config.yaml
+	HF_HUB_OFFLINE=1 $(BIN)/gdpo-train --config recipes/cpu/gdpo/config.yaml --overwrite_output_dir true  # rerunnable
 
 # The demo's held-out problems, sampled as in training (temperature 1, 8 samples, 48 tokens): before, then after.
 EVAL_DEMO := --dataset warmstart --limit 100 --temperature 1 --n 8 --max_new_tokens 48 --batch_size 25
