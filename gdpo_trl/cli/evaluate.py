@@ -160,12 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.categories is not None:
         parser.error("--categories only applies to --task bfcl")
     options = {key: value for key, value in vars(args).items() if key not in ("task", "categories")}
-    try:
-        summary = evaluate(**options)
-    except EvaluationInputError as err:
-        # One line, no traceback: these are mistakes in the arguments (or an unreachable Hub), not bugs.
-        parser.error(" ".join(str(err).split()))
-    print(format_summary(summary))
+    # An EvaluationInputError (a mistake in the arguments, or an unreachable Hub) becomes one line via @cli_errors.
+    print(format_summary(evaluate(**options)))
     return 0
 
 
