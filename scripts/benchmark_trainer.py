@@ -20,8 +20,8 @@ from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from gdpo_trl import GDPOConfig, GDPOTrainer
+from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data import load_gsm8k
-from gdpo_trl.demo.tiny import resolve_model
 from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
 
 
@@ -66,8 +66,8 @@ def run(trainer_cls, config_cls, model, dataset, steps, output_dir):
 
 def time_gdpo_work(num_completions=16, num_generations=8, num_rewards=3, repeats=2000) -> float:
     """Milliseconds GDPOTrainer adds per generation batch on top of TRL: advantages plus every diagnostic metric."""
-    from gdpo_trl.advantages import gdpo_advantages
-    from gdpo_trl.diagnostics import reward_diagnostics
+    from gdpo_trl.core.advantages import gdpo_advantages
+    from gdpo_trl.core.diagnostics import reward_diagnostics
 
     rewards = torch.randint(0, 2, (num_completions, num_rewards)).float()
     weights = torch.ones(num_rewards)

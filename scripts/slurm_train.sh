@@ -5,7 +5,7 @@
 #   sbatch --nodes 2 --gpus-per-node 8 scripts/slurm_train.sh recipes/Qwen2.5-1.5B-Instruct/gdpo/config.yaml [--flag value ...]
 #   sbatch --nodes 2 scripts/slurm_train.sh recipes/cpu/gdpo/config.yaml --max_steps 2      # CPU, 1 process per node
 #
-# The first argument is the recipe; the rest are passed to gdpo-train and override it. Submit from the repository
+# The first argument is the recipe; the rest are passed to gdpo train and override it. Submit from the repository
 # root (accelerate_configs/ and scripts/ are read relative to it), with the Python environment activated: sbatch
 # passes your environment to the job, so every knob below can be set on the command line
 # (`MASTER_PORT=29600 sbatch ...`). The log (stdout and stderr) goes to <job-name>-<job-id>.out in the submission
@@ -38,7 +38,7 @@ set -euo pipefail
 
 die() { echo "slurm_train.sh: $*" >&2; exit 1; }
 
-[ $# -ge 1 ] || die "usage: sbatch [--nodes N] [--gpus-per-node G] $0 <recipe.yaml> [gdpo-train flags ...]"
+[ $# -ge 1 ] || die "usage: sbatch [--nodes N] [--gpus-per-node G] $0 <recipe.yaml> [gdpo train flags ...]"
 [ -n "${SLURM_JOB_ID:-}" ] || die "not inside a Slurm job: submit with sbatch (or run under salloc)."
 [ -f "$1" ] || die "recipe '$1' not found; submit from the repository root with a recipe path such as recipes/cpu/gdpo/config.yaml."
 
@@ -100,12 +100,12 @@ srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c "$PYTHON scripts/rendezvou
     || die "rendezvous $MASTER_ADDR:$MASTER_PORT not reachable from every node (see the line above)."
 
 # \$SLURM_PROCID is escaped so that each srun task (one per node) expands its own rank, not the batch script's.
-srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c "$PYTHON -m accelerate.commands.launch \
-    --config_file $ACCELERATE_CONFIG \
-    $PRECISION_FLAG \
-    --num_machines $NNODES \
-    --num_processes $((NNODES * PROCESSES_PER_NODE)) \
-    --machine_rank \$SLURM_PROCID \
-    --main_process_ip $MASTER_ADDR \
-    --main_process_port $MASTER_PORT \
-    -m $TRAIN_MODULE --config $(printf '%q ' "$@")"
+LAUNCH_OPTIONS="$PRECISION_FLAG --num_machines $NNODES --num_processes $((NNODES * PROCESSES_PER_NODE)) \
+    --machine_rank \$SLURM_PROCID --main_process_ip $MASTER_ADDR --main_process_port $MASTER_PORT"
+if [ "$TRAIN_MODULE" = gdpo_trl.cli.train ]; then
+    # `gdpo train` with accelerate's options: it checks the recipe, then starts accelerate on this node.
+    COMMAND="$PYTHON -m gdpo_trl.cli.main train --accelerate_config $ACCELERATE_CONFIG $LAUNCH_OPTIONS"
+else  # a custom trainer's entry point, launched by accelerate itself
+    COMMAND="$PYTHON -m accelerate.commands.launch --config_file $ACCELERATE_CONFIG $LAUNCH_OPTIONS -m $TRAIN_MODULE"
+fi
+srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c "$COMMAND --config $(printf '%q ' "$@")"

@@ -20,14 +20,14 @@ def model_cache():
     tests reuse the warm start that ``make demo`` built, and a build here serves the demo too. Builds are keyed by
     their recipe and written atomically under a lock, so a test never sees a half-built model, and two sessions
     wait for one build. Tests of building itself use a folder under tmp instead."""
-    from gdpo_trl.demo.tiny import cache_dir
+    from gdpo_trl.demo.builtins import cache_dir
 
     return cache_dir()
 
 
 @pytest.fixture(scope="session")
 def tiny_model_path(model_cache):
-    from gdpo_trl.demo.tiny import resolve_model
+    from gdpo_trl.core.plugins import resolve_model
 
     return resolve_model("builtin:tiny")
 
@@ -42,3 +42,14 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+# A test's folder says what it needs: these folders' tests start several processes or engines, so they are `slow`
+# (left out by `make test-fast`) and carry their engine's marker (`make test-vllm`, `make test-multinode`).
+FOLDER_MARKERS = {"engines": ("slow", "engines"), "multinode": ("slow", "multinode"), "vllm_cpu": ("slow", "vllm")}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for name in FOLDER_MARKERS.get(Path(str(item.fspath)).parent.name, ()):
+            item.add_marker(name)

@@ -1,17 +1,17 @@
-"""gdpo-compare: GRPO, GRPO without std and GDPO (or other methods) from one recipe's warm start, over seeds.
+"""gdpo compare: GRPO, GRPO without std and GDPO (or other methods) from one recipe's warm start, over seeds.
 
 Every run is the recipe (--recipe; default recipes/cpu/gdpo/config.yaml: the SFT warm start ``builtin:warmstart``
 with the format, correctness and integer rewards on generated problems it never saw in SFT) with the comparison's
 steps and batch, one method's fields and one seed: the model, data, rewards and every other setting are the
-recipe's. A method is a named set of recipe fields (gdpo_trl.compare.METHODS: grpo, grpo_no_std, gdpo, gdpo_no_bn,
+recipe's. A method is a named set of recipe fields (gdpo_trl.results.compare.METHODS: grpo, grpo_no_std, gdpo, gdpo_no_bn,
 and gdpo_outcome_only, which keeps the recipe's process rewards only as logged scores of weight 0). Each run sees
 every prompt once, logs every step and uses the machine's accelerator if it has one. Writes, under --out-dir: one
 folder per run (with its ``trainer_state.json``), ``comparison.md`` (the table) and ``comparison.png``.
 
-    gdpo-compare                                   # CPU default: 3 methods x 3 seeds
-    gdpo-compare --scale 4 --seeds 0 1 2 3 4       # longer, larger batches (for a GPU)
-    gdpo-compare --recipe recipes/cpu/toolcall_gdpo/config.yaml --out-dir outputs/compare-toolcall
-    gdpo-compare --recipe recipes/cpu/gdpo_process/config.yaml --methods gdpo_outcome_only gdpo \\
+    gdpo compare                                   # CPU default: 3 methods x 3 seeds
+    gdpo compare --scale 4 --seeds 0 1 2 3 4       # longer, larger batches (for a GPU)
+    gdpo compare --recipe recipes/cpu/toolcall_gdpo/config.yaml --out-dir outputs/compare-toolcall
+    gdpo compare --recipe recipes/cpu/gdpo_process/config.yaml --methods gdpo_outcome_only gdpo \\
         --out-dir outputs/compare-process          # with vs without the `equations` process reward
 """
 
@@ -24,18 +24,23 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything here is local
 
+from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.core.errors import InputError, input_stage
+from gdpo_trl.recipe.arguments import parse_args as parse_recipe
+from gdpo_trl.recipe.checks import check_recipe_yaml
+
 DEFAULT_RECIPE = "recipes/cpu/gdpo/config.yaml"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def parse_args(argv=None):
-    from gdpo_trl.compare import METHODS
+    from gdpo_trl.results.compare import METHODS
 
     parser = argparse.ArgumentParser(
-        prog="gdpo-compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="gdpo compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     recipe = "(default: the recipe's)"
-    parser.add_argument("--recipe", default=DEFAULT_RECIPE, help="gdpo-train recipe every run starts from")
+    parser.add_argument("--recipe", default=DEFAULT_RECIPE, help="gdpo train recipe every run starts from")
     parser.add_argument("--methods", nargs="+", default=["grpo", "grpo_no_std", "gdpo"], choices=sorted(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--steps", type=int, help=f"optimizer steps per run, times --scale {recipe}")
@@ -58,11 +63,11 @@ def find_recipe(path: str) -> str:
     for candidate in (Path(path), REPO_ROOT / path):
         if candidate.is_file():
             return str(candidate)
-    raise SystemExit(f"gdpo-compare: recipe {path!r} not found: pass --recipe with a gdpo-train YAML recipe.")
+    raise InputError(f"recipe {path!r} not found: pass --recipe with a gdpo train YAML recipe.")
 
 
 def recipe_flags(fields: dict) -> list[str]:
-    """gdpo-train flags that set ``fields``: ``--name value`` (``--name v1 v2`` for a list)."""
+    """gdpo train flags that set ``fields``: ``--name value`` (``--name v1 v2`` for a list)."""
     flags = []
     for name, value in fields.items():
         flags += [f"--{name}", *map(str, value if isinstance(value, list) else [value])]
@@ -75,94 +80,90 @@ def given(flag, recipe_value):
 
 
 def comparison_fields(args, base) -> dict:
-    """The recipe fields every run of the comparison shares: its steps and batch (the recipe's unless given), and
-    what a comparison needs: a log line per step, no checkpoints or progress bars, the accelerator if there is one."""
+    """The recipe fields every run of the comparison shares: its steps and batch (the recipe's unless given), as
+    many prompts as the runs take (each seen once), and what a comparison needs: a log line per step, no checkpoints,
+    the accelerator if there is one. Model and threads where given."""
     import torch
 
-    _, training, _ = base
+    script, training, _ = base
     generations = given(args.num_generations, training.num_generations)
     prompts = given(args.prompts_per_step, training.per_device_train_batch_size // training.num_generations)
+    steps = given(args.steps, training.max_steps) * args.scale
     cuda = torch.cuda.is_available()
-    return {
-        "max_steps": given(args.steps, training.max_steps) * args.scale,
+    fields = {
+        "max_steps": steps,
         "per_device_train_batch_size": prompts * args.scale * generations,
         "num_generations": generations,
         "max_completion_length": given(args.max_completion_length, training.max_completion_length),
         "learning_rate": given(args.learning_rate, training.learning_rate),
+        "max_train_samples": steps * prompts * args.scale,
+        "synthetic_size": steps * prompts * args.scale,
         "logging_steps": 1,
         "save_strategy": "no",
-        "disable_tqdm": True,
         "use_cpu": not cuda,
         "dataloader_pin_memory": cuda,  # pinning needs an accelerator (torch warns otherwise)
     }
+    if args.model is not None:
+        fields["model_name_or_path"] = args.model
+    if args.threads is not None:
+        fields["cpu_threads"] = args.threads
+    return fields
+
+
+def parse_run(recipe: str, fields: dict):
+    """The recipe with ``fields`` set, parsed and checked exactly as ``gdpo train`` parses it."""
+    check_recipe_yaml(["--config", recipe])
+    with input_stage("recipe"):
+        return parse_recipe(["--config", recipe, *recipe_flags(fields)])
 
 
 def run_config(args, recipe: str, shared: dict, method: str, seed: int):
-    """The recipe with the shared fields and ``method``'s, parsed as gdpo-train parses it; and the run's rewards."""
-    from gdpo_trl.cli.arguments import build_reward_funcs, parse_args
-    from gdpo_trl.compare import METHODS, OUTCOME_ONLY, outcome_only_rewards, run_dir
+    """One run's recipe (the shared fields, ``method``'s and ``seed``), parsed as ``gdpo train`` parses it, and its
+    reward functions: ``(script_args, training_args, model_args, reward_funcs)``."""
+    from gdpo_trl.recipe.arguments import build_reward_funcs
+    from gdpo_trl.results.compare import METHODS, OUTCOME_ONLY, outcome_only_rewards, run_dir
 
     fields = {k: v for k, v in METHODS[method].items() if k != OUTCOME_ONLY}
     fields.update(shared, output_dir=str(run_dir(Path(args.out_dir), method, seed)), seed=seed)
-    script, training, model = parse_args(["--config", recipe, *recipe_flags(fields)])
+    script, training, model = parse_run(recipe, fields)
     rewards = build_reward_funcs(script)
     if METHODS[method].get(OUTCOME_ONLY):
         rewards, training.reward_weights = outcome_only_rewards(rewards, training.reward_weights)
-    if model.dtype:  # as gdpo-train loads the model
-        training.model_init_kwargs = {"dtype": model.dtype, **(training.model_init_kwargs or {})}
-    return training, rewards
+    return script, training, model, rewards
 
 
-def train_one(args, recipe: str, shared: dict, method: str, seed: int, model_path: str, dataset) -> float:
-    from gdpo_trl import GDPOTrainer
+def train_one(args, recipe: str, shared: dict, method: str, seed: int) -> float:
+    """One run, built and trained by :func:`gdpo_trl.recipe.build.train_run` as ``gdpo train`` would (every check,
+    the output-folder guard); only the final model is not saved. Returns its wall time in seconds."""
+    from gdpo_trl.cli.console import use_compact_progress
+    from gdpo_trl.recipe.build import train_run
 
-    config, rewards = run_config(args, recipe, shared, method, seed)
+    script, training, model, rewards = run_config(args, recipe, shared, method, seed)
     start = time.perf_counter()
-    trainer = GDPOTrainer(model_path, reward_funcs=rewards, args=config, train_dataset=dataset)
-    trainer.train()
-    trainer.state.save_to_json(str(Path(config.output_dir) / "trainer_state.json"))
+    train_run(script, training, model, rewards, on_built=use_compact_progress, save_model=False)
     return time.perf_counter() - start
 
 
-def load_dataset(base, shared: dict):
-    """The recipe's data source, as many prompts as the runs take: each prompt is seen once."""
-    import dataclasses
-
-    from gdpo_trl.cli.train import source_options
-    from gdpo_trl.data.sources import load_source
-
-    script, training, _ = base
-    size = shared["max_steps"] * shared["per_device_train_batch_size"] // shared["num_generations"]
-    script = dataclasses.replace(script, synthetic_size=size, max_train_samples=size)
-    return load_source(script.dataset_name, **source_options(script))
-
-
+@cli_errors("gdpo compare")
 def main(argv=None):
     args = parse_args(argv)
-    import torch
-
-    from gdpo_trl.cli.arguments import build_reward_funcs
-    from gdpo_trl.cli.arguments import parse_args as parse_recipe
-    from gdpo_trl.compare import METHODS, OUTCOME_ONLY, collect, comparison_table, plot_comparison
-    from gdpo_trl.demo.tiny import resolve_model
+    from gdpo_trl.recipe.arguments import build_reward_funcs
+    from gdpo_trl.results.compare import METHODS, OUTCOME_ONLY, collect, comparison_table, plot_comparison
+    from gdpo_trl.results.runs import reward_key
     from gdpo_trl.rewards import reward_name
-    from gdpo_trl.runs import reward_key
 
     recipe = find_recipe(args.recipe)
-    base = parse_recipe(["--config", recipe])  # also sets the recipe's `env:` variables
+    base = parse_run(recipe, {})  # also sets the recipe's `env:` variables
     shared = comparison_fields(args, base)
     model = given(args.model, base[2].model_name_or_path)
     out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     names = [reward_name(f) for f in build_reward_funcs(base[0])]
     wall = {}
     if not args.skip_training:
-        torch.set_num_threads(given(args.threads, base[0].cpu_threads) or torch.get_num_threads())
-        model_path = resolve_model(model)
-        dataset = load_dataset(base, shared)
         runs = [(m, s) for s in args.seeds for m in args.methods]  # seed-major: a partial sweep stays paired
         for i, (method, seed) in enumerate(runs):
-            wall[(method, seed)] = train_one(args, recipe, shared, method, seed, model_path, dataset)
+            print(f"[{i + 1}/{len(runs)}] {method} seed {seed}", flush=True)
+            wall[(method, seed)] = train_one(args, recipe, shared, method, seed)
             print(f"[{i + 1}/{len(runs)}] {method} seed {seed}: {wall[(method, seed)]:.0f} s", flush=True)
 
     # The total `reward` only compares like with like: not when a method trains on fewer of the rewards.

@@ -1,7 +1,8 @@
-"""One-line errors for the command-line tools: ``gdpo-train: error: <message>`` and exit status 2.
+"""One-line errors for every ``gdpo`` subcommand: ``gdpo train: error: <message>`` and exit status 2.
 
-A mistake in the user's input (a recipe field, a data file, a checkpoint folder) is reported in one line that names
-the culprit and the fix, the way argparse reports a bad flag. A traceback would only bury that line under library
+A mistake in the user's input (a recipe field, a data file, a checkpoint folder: any
+:class:`~gdpo_trl.core.errors.InputError`, or a file that is not there) is reported in one line that names the
+culprit and the fix, the way argparse reports a bad flag. A traceback would only bury that line under library
 frames. Anything else is a bug and keeps its full traceback.
 
 Set ``GDPO_TRL_DEBUG=1``, or pass ``--debug`` without a value, to get the traceback of input errors too.
@@ -9,35 +10,17 @@ Set ``GDPO_TRL_DEBUG=1``, or pass ``--debug`` without a value, to get the traceb
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-from gdpo_trl.errors import InputError
+from gdpo_trl.core.errors import InputError
 
-__all__ = ["DEBUG_ENV", "InputError", "cli_errors", "input_stage", "one_line", "pop_debug_flag"]
+__all__ = ["DEBUG_ENV", "cli_errors", "one_line", "pop_debug_flag"]
 
 DEBUG_ENV = "GDPO_TRL_DEBUG"
 EXIT_INPUT_ERROR = 2  # argparse's status for a usage error
-
-
-@contextlib.contextmanager
-def input_stage(what: str | None = None, *also: type[BaseException]) -> Iterator[None]:
-    """Treat ``ValueError``/``TypeError``/``FileNotFoundError`` raised inside as input errors.
-
-    For code that only reads the user's input (parsing the recipe, checking data) but raises plain exceptions, such
-    as TRL's own ``GRPOConfig`` checks. ``what`` prefixes the message (e.g. ``"recipe"``); ``also`` adds exception
-    types, e.g. ``OSError`` around loading a model or dataset (not found, Hub unreachable offline).
-    """
-    try:
-        yield
-    except InputError:
-        raise
-    except (ValueError, TypeError, FileNotFoundError, NotADirectoryError, *also) as error:
-        prefix = f"{what}: " if what else ""
-        raise InputError(f"{prefix}{error}") from error
 
 
 def pop_debug_flag(argv: list[str]) -> tuple[list[str], bool]:
@@ -60,13 +43,11 @@ def one_line(message: str) -> str:
     return " ".join(str(message).split())
 
 
-def cli_errors(prog: str, input_errors: tuple[type[BaseException], ...] = ()) -> Callable:
+def cli_errors(prog: str) -> Callable:
     """Decorate a ``main(argv=None)`` so input errors print ``<prog>: error: <message>`` and exit 2.
 
-    Input errors are :class:`InputError` plus ``input_errors`` (a tool's own exception types) and
-    ``FileNotFoundError``. The decorated ``main`` resolves ``argv`` from ``sys.argv`` and strips ``--debug``.
+    The decorated ``main`` resolves ``argv`` from ``sys.argv`` and strips ``--debug``.
     """
-    caught = (InputError, FileNotFoundError, *input_errors)
 
     def decorate(main: Callable) -> Callable:
         @functools.wraps(main)
@@ -75,7 +56,7 @@ def cli_errors(prog: str, input_errors: tuple[type[BaseException], ...] = ()) ->
             debug = debug or os.environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes"}
             try:
                 return main(argv)
-            except caught as error:
+            except (InputError, FileNotFoundError) as error:
                 if debug:
                     raise
                 print(f"{prog}: error: {one_line(error)}", file=sys.stderr, flush=True)

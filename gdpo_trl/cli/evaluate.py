@@ -1,35 +1,35 @@
-"""gdpo-eval: score a model, checkpoint or LoRA adapter with the training prompt and rewards (GSM8K by default), or
+"""gdpo eval: score a model, checkpoint or LoRA adapter with the training prompt and rewards (GSM8K by default), or
 on BFCL's tool-calling categories (--task bfcl).
 
 Examples:
   # a training output_dir or checkpoint-N folder (full model), greedy on the GSM8K test split
-  gdpo-eval --model outputs/Qwen2.5-1.5B-Instruct-gdpo
+  gdpo eval --model outputs/Qwen2.5-1.5B-Instruct-gdpo
   # the paper's sampling settings, pass@1 averaged over 4 samples per problem
-  gdpo-eval --model outputs/Qwen2.5-1.5B-Instruct-gdpo --temperature 0.6 --top_p 0.95 --n 4
+  gdpo eval --model outputs/Qwen2.5-1.5B-Instruct-gdpo --temperature 0.6 --top_p 0.95 --n 4
   # a LoRA adapter, as --model (base read from adapter_config.json) or on an explicit base
-  gdpo-eval --model outputs/Qwen2.5-0.5B-Instruct-lora-smoke
-  gdpo-eval --model Qwen/Qwen2.5-0.5B-Instruct --adapter outputs/Qwen2.5-0.5B-Instruct-lora-smoke
+  gdpo eval --model outputs/Qwen2.5-0.5B-Instruct-lora-smoke
+  gdpo eval --model Qwen/Qwen2.5-0.5B-Instruct --adapter outputs/Qwen2.5-0.5B-Instruct-lora-smoke
   # offline smoke test
-  gdpo-eval --model builtin:tiny --dataset sample --limit 8 --max_new_tokens 32
+  gdpo eval --model builtin:tiny --dataset sample --limit 8 --max_new_tokens 32
   # the CPU demo before and after training, on its held-out problems, sampled as in training
-  gdpo-eval --model builtin:warmstart --dataset warmstart --temperature 1 --n 8 --max_new_tokens 48
-  gdpo-eval --model outputs/cpu-gdpo --dataset warmstart --temperature 1 --n 8 --max_new_tokens 48
+  gdpo eval --model builtin:warmstart --dataset warmstart --temperature 1 --n 8 --max_new_tokens 48
+  gdpo eval --model outputs/cpu-gdpo --dataset warmstart --temperature 1 --n 8 --max_new_tokens 48
   # the system prompt a paper-parity recipe trained with (its `system_prompt` field)
-  gdpo-eval --model outputs/Qwen2.5-1.5B-Instruct-gdpo --system_prompt "$(cat my_prompt.txt)"
+  gdpo eval --model outputs/Qwen2.5-1.5B-Instruct-gdpo --system_prompt "$(cat my_prompt.txt)"
   # tool calling: the offline task's held-out requests, or ToolRL-format rows (scored with tool_format and
   # tool_correctness unless --rewards says otherwise)
-  gdpo-eval --model outputs/cpu-toolcall-gdpo --dataset toolcall --temperature 1 --n 4 --max_new_tokens 160
-  gdpo-eval --model outputs/Qwen2.5-1.5B-Instruct-toolcall-gdpo --dataset toolrl --dataset_path rows.parquet
+  gdpo eval --model outputs/cpu-toolcall-gdpo --dataset toolcall --temperature 1 --n 4 --max_new_tokens 160
+  gdpo eval --model outputs/Qwen2.5-1.5B-Instruct-toolcall-gdpo --dataset toolrl --dataset_path rows.parquet
   # tool calling on BFCL's AST categories, judged by bfcl-eval's own checker (greedy, transformers)
-  gdpo-eval --task bfcl --model outputs/Qwen2.5-1.5B-Instruct-toolcall-gdpo
-  gdpo-eval --task bfcl --model builtin:tiny --categories simple parallel --limit 2 --max_new_tokens 16
+  gdpo eval --task bfcl --model outputs/Qwen2.5-1.5B-Instruct-toolcall-gdpo
+  gdpo eval --task bfcl --model builtin:tiny --categories simple parallel --limit 2 --max_new_tokens 16
 
 Writes summary.json (metrics and settings) and completions.jsonl (every completion with its rewards) to
 --output_dir, by default <model or adapter folder>/eval-<dataset>-<split> for local weights, else
 eval-outputs/<model>-<dataset>-<split>. --task bfcl writes bfcl_summary.json and bfcl_completions.jsonl, only when
 --output_dir is given; it needs bfcl-eval, installed without its pins: pip install --no-deps "bfcl-eval==2026.3.23".
 
-A mistake in the arguments or the data stops with one line `gdpo-eval: error: ...` and exit status 2; add --debug
+A mistake in the arguments or the data stops with one line `gdpo eval: error: ...` and exit status 2; add --debug
 (or set GDPO_TRL_DEBUG=1) to see its traceback too.
 """
 
@@ -39,12 +39,12 @@ import argparse
 import sys
 
 from gdpo_trl.cli.errors import cli_errors
-from gdpo_trl.eval import BACKENDS, DEFAULT_REWARDS, DTYPES, EvaluationInputError, evaluate, format_summary
-from gdpo_trl.eval.bfcl import CATEGORIES, BFCLNotInstalledError, evaluate_bfcl, format_report
+from gdpo_trl.eval import BACKENDS, DEFAULT_REWARDS, DTYPES, evaluate, format_summary
+from gdpo_trl.eval.bfcl import CATEGORIES, evaluate_bfcl, format_report
 from gdpo_trl.eval.scoring import TOOL_REWARDS
 
 TASKS = ("dataset", "bfcl")
-# gdpo-eval's flags that only --task dataset reads: --task bfcl refuses them rather than silently ignoring them.
+# gdpo eval's flags that only --task dataset reads: --task bfcl refuses them rather than silently ignoring them.
 DATASET_ONLY = (
     "dataset",
     "dataset_seed",
@@ -63,7 +63,7 @@ MAX_NEW_TOKENS = {"dataset": 1024, "bfcl": 512}
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gdpo-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="gdpo eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "--model",
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--rewards",
         nargs="+",
-        help="reward functions to score with: registry names or dotted paths, as gdpo-train's reward_funcs "
+        help="reward functions to score with: registry names or dotted paths, as gdpo train's reward_funcs "
         f"(default: {' '.join(DEFAULT_REWARDS)}; {' '.join(TOOL_REWARDS)} for the tool-calling sources)",
     )
     parser.add_argument("--split", default="test", help="dataset split (default: test; ignored for single files)")
@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@cli_errors("gdpo-eval", input_errors=(EvaluationInputError, BFCLNotInstalledError))
+@cli_errors("gdpo eval")
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def evaluate_bfcl_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
-    """Run :func:`gdpo_trl.eval.bfcl.evaluate_bfcl` with gdpo-eval's arguments, refusing the ones it does not read."""
+    """Run :func:`gdpo_trl.eval.bfcl.evaluate_bfcl` with gdpo eval's arguments, refusing the ones it does not read."""
     given = [name for name in DATASET_ONLY if getattr(args, name) != parser.get_default(name)]
     if given:
         flags = ", ".join(f"--{name}" for name in given)

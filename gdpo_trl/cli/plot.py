@@ -1,7 +1,7 @@
-"""gdpo-plot: compare GRPO/GDPO training runs: print a Markdown summary table and write a PNG, one panel per reward.
+"""gdpo plot: compare GRPO/GDPO training runs: print a Markdown summary table and write a PNG, one panel per reward.
 
 Example:
-    gdpo-plot outputs/grpo outputs/gdpo --names GRPO GDPO --window 5 --out runs.png --table runs.md
+    gdpo plot outputs/grpo outputs/gdpo --names GRPO GDPO --window 5 --out runs.png --table runs.md
 
 Each RUN is an output_dir, a checkpoint folder or a trainer_state.json file.
 """
@@ -12,13 +12,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from gdpo_trl.plots import plot_runs
-from gdpo_trl.runs import load_runs, summary_table
+from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.results.plots import plot_runs
+from gdpo_trl.results.runs import load_runs, summary_table
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gdpo-plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="gdpo plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("runs", nargs="+", metavar="RUN", help="output_dir, checkpoint folder or trainer_state.json")
     parser.add_argument("--names", nargs="+", help="legend names, one per RUN (default: the output_dir names)")
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@cli_errors("gdpo plot")
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

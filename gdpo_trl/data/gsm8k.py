@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gdpo_trl.errors import InputError
+from gdpo_trl.core.errors import InputError
 from gdpo_trl.rewards.gsm8k import _parse_number
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def make_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict]
 def with_system_prompt(dataset: datasets.Dataset, system_prompt: str | None) -> datasets.Dataset:
     """``dataset`` with every prompt's system message set to ``system_prompt`` (inserted first where a prompt has
     none); unchanged when ``system_prompt`` is ``None``. Works on any loader's output (GSM8K, synthetic, warm start),
-    which is how a recipe's ``system_prompt`` reaches training and ``gdpo-eval`` alike.
+    which is how a recipe's ``system_prompt`` reaches training and ``gdpo eval`` alike.
 
     Raises ``ValueError`` for an empty or blank ``system_prompt`` (a recipe typo, not a wish for no system turn).
     """

@@ -1,4 +1,4 @@
-"""One registry of data sources, shared by ``gdpo-train``, ``gdpo-eval`` and the method comparison.
+"""One registry of data sources, shared by ``gdpo train``, ``gdpo eval`` and the method comparison.
 
 A source is a name; everything else is a parameter::
 
@@ -19,19 +19,23 @@ given, the training split uses seed 0 and every other split :data:`EVAL_SEED`, s
 problems of a training run with default settings. ``warmstart`` and ``toolcall`` problems are always ones their warm
 start's SFT never saw.
 
-Two kinds of rows: GSM8K-style (a question and an integer answer; every source not in :data:`TOOL_SOURCES`), whose
-system message ``system_prompt`` replaces, and tool-calling rows (:data:`TOOL_SOURCES`), whose system message lists
+Two kinds of rows: GSM8K-style (a question and an integer answer; every source that is not a tool source), whose
+system message ``system_prompt`` replaces, and tool-calling rows (:func:`is_tool_source`), whose system message lists
 the tools a request may use and so is never replaced. A ToolRL file is named explicitly (``toolrl`` with ``path``),
 never told apart from a GSM8K file by sniffing its columns: a file in the wrong shape then fails naming the column it
 lacks.
 
-The demo's generators are imported only when asked for, so the core never imports :mod:`gdpo_trl.demo` otherwise.
+The demo's generated sources are plugins (entry points, see :mod:`gdpo_trl.core.plugins`): nothing here imports
+:mod:`gdpo_trl.demo`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from gdpo_trl.core.plugins import SOURCES, load_plugin, registered
 
 if TYPE_CHECKING:
     import datasets
@@ -44,11 +48,13 @@ DEFAULT_GENERATED_SIZE = 1000
 GSM8K_HUB_ID = "openai/gsm8k"
 
 
-def _seed(seed: int | None, split: str) -> int:
+def generated_seed(seed: int | None, split: str) -> int:
+    """The seed of a generated source: as given, else 0 for the training split and EVAL_SEED for any other."""
     return seed if seed is not None else (0 if split == "train" else EVAL_SEED)
 
 
-def _size(size: int | None) -> int:
+def generated_size(size: int | None) -> int:
+    """How many problems a generated source makes: as given, else DEFAULT_GENERATED_SIZE."""
     return DEFAULT_GENERATED_SIZE if size is None else size
 
 
@@ -64,26 +70,6 @@ def _sample(split: str, size: int | None, seed: int | None, config: str, path: s
     return load_gsm8k("sample", split, limit=size)
 
 
-def _synthetic(split: str, size: int | None, seed: int | None, config: str, path: str | None) -> datasets.Dataset:
-    from gdpo_trl.demo.synthetic import load_synthetic
-
-    return load_synthetic(_size(size), _seed(seed, split))
-
-
-def _warmstart(split: str, size: int | None, seed: int | None, config: str, path: str | None) -> datasets.Dataset:
-    from gdpo_trl.demo.warmstart import load_warmstart_dataset
-
-    # The warm start's held-out problems (its "eval" split) for RL and evaluation alike: none was an SFT example.
-    return load_warmstart_dataset(_size(size), _seed(seed, split), split="eval")
-
-
-def _toolcall(split: str, size: int | None, seed: int | None, config: str, path: str | None) -> datasets.Dataset:
-    from gdpo_trl.demo.toolcall_task import load_toolcall_task
-
-    # As for `warmstart`: the requests builtin:toolcall_warmstart's SFT never saw, for RL and evaluation alike.
-    return load_toolcall_task(_size(size), _seed(seed, split), split="eval")
-
-
 def _toolrl_sample(split: str, size: int | None, seed: int | None, config: str, path: str | None) -> datasets.Dataset:
     from gdpo_trl.data.toolrl import load_toolrl
 
@@ -96,22 +82,49 @@ def _toolrl(split: str, size: int | None, seed: int | None, config: str, path: s
     return load_toolrl(path, split, limit=size)
 
 
-# name -> loader(split, size, seed, config, path). Any other name is a local path or a Hub id (see load_source).
-SOURCES: dict[str, Callable[..., datasets.Dataset]] = {
-    "gsm8k": _gsm8k,
-    "sample": _sample,
-    "synthetic": _synthetic,
-    "warmstart": _warmstart,
-    "toolcall": _toolcall,
-    "toolrl_sample": _toolrl_sample,
-    "toolrl": _toolrl,
+@dataclass(frozen=True)
+class Source:
+    """A named data source: ``load(split, size, seed, config, path)`` returns ``prompt``/``answer`` rows.
+
+    ``generated``: ``size`` is how many problems to generate (and ``seed`` applies), not a cap on rows read.
+    ``tools``: a tool-calling source, whose system message lists the tools (so ``system_prompt`` does not apply).
+    ``needs_path``: read from ``path`` (a local file or folder, or a Hub id), and only such a source takes one.
+    """
+
+    load: Callable[..., datasets.Dataset]
+    generated: bool = False
+    tools: bool = False
+    needs_path: bool = False
+
+
+# The sources of gdpo-trl itself. Others (the demo's generated ones) come from the `gdpo_trl.sources` entry points
+# (gdpo_trl.core.plugins). Any other name is a local path or a Hub id (see load_source).
+BUILTIN_SOURCES = {
+    "gsm8k": Source(_gsm8k),
+    "sample": Source(_sample),
+    "toolrl_sample": Source(_toolrl_sample, tools=True),
+    "toolrl": Source(_toolrl, tools=True, needs_path=True),
 }
-# Sources whose size is how many problems to generate rather than a cap on rows read.
-GENERATED = frozenset({"synthetic", "warmstart", "toolcall"})
-# Tool-calling sources: their system message lists the tools, so `system_prompt` does not apply.
-TOOL_SOURCES = frozenset({"toolcall", "toolrl_sample", "toolrl"})
-# Sources read from `path` (a local file or folder, or a Hub id), and only they take it.
-NEEDS_PATH = frozenset({"toolrl"})
+
+
+def source_names() -> list[str]:
+    """Every named source: gdpo-trl's and the plugins'."""
+    return sorted({*BUILTIN_SOURCES, *registered(SOURCES)})
+
+
+def find_source(name: str) -> Source | None:
+    """The named source ``name``, or ``None`` when ``name`` is a path or Hub id."""
+    if name in BUILTIN_SOURCES:
+        return BUILTIN_SOURCES[name]
+    return load_plugin(SOURCES, name) if name in registered(SOURCES) else None
+
+
+def is_generated(name: str) -> bool:
+    return bool((source := find_source(name)) and source.generated)
+
+
+def is_tool_source(name: str) -> bool:
+    return bool((source := find_source(name)) and source.tools)
 
 
 def load_source(
@@ -141,26 +154,28 @@ def load_source(
     """
     if size is not None and size < 1:
         raise ValueError(f"size must be >= 1 or None, got {size}")
-    if seed is not None and name not in GENERATED:
-        raise ValueError(f"seed only applies to generated sources {sorted(GENERATED)}, not to {name!r}")
-    if name in NEEDS_PATH and path is None:
+    source = find_source(name)
+    generated = [n for n in source_names() if is_generated(n)]
+    if seed is not None and not (source and source.generated):
+        raise ValueError(f"seed only applies to generated sources {generated}, not to {name!r}")
+    needs_path = [n for n in source_names() if find_source(n).needs_path]
+    if source and source.needs_path and path is None:
         raise ValueError(
-            f"data source {name!r} needs a path (dataset_path in a recipe, --dataset_path for gdpo-eval): a "
+            f"data source {name!r} needs a path (dataset_path in a recipe, --dataset_path for gdpo eval): a "
             ".parquet/.jsonl/.json file, a dataset folder or a Hub id"
         )
-    if path is not None and name not in NEEDS_PATH:
+    if path is not None and not (source and source.needs_path):
         raise ValueError(
-            f"a path only applies to the sources {sorted(NEEDS_PATH)}, not to {name!r}; a local GSM8K-style file is "
+            f"a path only applies to the sources {needs_path}, not to {name!r}; a local GSM8K-style file is "
             "named as the source itself"
         )
-    if system_prompt is not None and name in TOOL_SOURCES:
+    if system_prompt is not None and source and source.tools:
         raise ValueError(
             f"system_prompt does not apply to the tool-calling source {name!r}: its system message lists the tools "
             "a request may use; leave system_prompt unset"
         )
-    loader = SOURCES.get(name)
-    if loader is not None:
-        rows = loader(split, size, seed, config, path)
+    if source is not None:
+        rows = source.load(split, size, seed, config, path)
     else:
         from gdpo_trl.data.gsm8k import load_gsm8k
 

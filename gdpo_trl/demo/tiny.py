@@ -4,28 +4,17 @@ Why: the Hub is out of reach on CPU CI machines and in offline demos, and no pac
 LM. A character-level tokenizer needs no training data, makes every digit a token of its own (so arithmetic answers
 are easy to produce), and the four GDPO tags are single tokens, so a policy can learn the format in a few steps.
 
-``resolve_model("builtin:tiny")`` builds (once, cached on disk) and returns a path that ``from_pretrained`` loads
-like any Hub model; a path is needed rather than an in-memory model because TRL reloads the reference model from it
-when ``beta > 0``.
+``resolve_model("builtin:tiny")`` (:mod:`gdpo_trl.core.plugins`, through :mod:`gdpo_trl.demo.builtins`) builds
+them once, caches them on disk and returns a path that ``from_pretrained`` loads like any Hub model; a path is needed
+rather than an in-memory model because TRL reloads the reference model from it when ``beta > 0``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import hashlib
-import json
 import os
-import shutil
 import string
 from pathlib import Path
 
-BUILTIN_PREFIX = "builtin:"
-WARMSTART = "warmstart"  # builtin:warmstart, the SFT warm start of gdpo_trl.demo.warmstart
-TOOLCALL_WARMSTART = "toolcall_warmstart"  # builtin:toolcall_warmstart, of gdpo_trl.demo.toolcall_task
-# Built-in models trained with SFT on first use -> the module that builds one (`python -m MODULE PATH --seed N
-# --threads N`, writing warmstart.json with its build_seconds) and holds its recipe.
-WARM_STARTS = {WARMSTART: "gdpo_trl.demo.warmstart", TOOLCALL_WARMSTART: "gdpo_trl.demo.toolcall_task"}
 TAGS = ["<think>", "</think>", "<answer>", "</answer>"]
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # A ChatML template (the format Qwen2.5 uses), written for this tokenizer.
@@ -120,11 +109,6 @@ def build_model(tokenizer, architecture: str = "tiny", seed: int = 0):
     return Qwen2ForCausalLM(config)
 
 
-def cache_dir() -> Path:
-    """Where built models are kept: ``$GDPO_TRL_CACHE``, else ``~/.cache/gdpo_trl``."""
-    return Path(os.environ.get("GDPO_TRL_CACHE", Path.home() / ".cache" / "gdpo_trl"))
-
-
 def save_tiny_model(path: str | os.PathLike, architecture: str = "tiny", seed: int = 0) -> Path:
     """Build a tokenizer and model and save both to ``path`` (a folder ``from_pretrained`` can load)."""
     path = Path(path)
@@ -134,166 +118,3 @@ def save_tiny_model(path: str | os.PathLike, architecture: str = "tiny", seed: i
     tokenizer.save_pretrained(path)
     model.generation_config.save_pretrained(path)
     return path
-
-
-def _build_id(*recipe) -> str:
-    """A short key for a cache folder: a hash of the recipe (whatever determines the weights: architecture, seed,
-    SFT settings), the tokenizer's vocabulary and :data:`BUILD_VERSION`. Not the name as spelled ("tiny" and "tiny@0"
-    are one model), and not the code: editing a docstring must not cost every user a rebuild."""
-    vocabulary = [SPECIAL_TOKENS, TAGS, CHAT_TEMPLATE]
-    return hashlib.sha1(json.dumps([BUILD_VERSION, vocabulary, *recipe], default=str).encode()).hexdigest()[:10]
-
-
-def _cached_build(target: Path, build) -> Path:
-    """Return ``target``, first running ``build(tmp_path)`` and renaming the result into place if it is missing.
-
-    Building next to the target and renaming means an interrupted build never leaves a half-written model behind, and
-    two processes building at once both end with a complete folder. Where ``fcntl`` exists, a lock file also makes a
-    second process wait for the first build instead of repeating it (the warm start takes a minute to train).
-    """
-    if (target / "config.json").exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(target.with_name(f"{target.name}.lock")):
-        if not (target / "config.json").exists():  # the process we waited for may have built it
-            tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
-            try:
-                build(tmp)
-                if not (tmp / "config.json").exists() or not any(tmp.glob("*.safetensors")):
-                    raise RuntimeError(f"Building {target.name} wrote no complete model to {tmp}.")
-            except BaseException:  # a failed or interrupted build leaves nothing behind
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
-            try:
-                tmp.rename(target)
-            except OSError:  # another process won the race (only possible without fcntl)
-                shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
-@contextlib.contextmanager
-def _build_lock(path: Path):
-    """Hold an exclusive lock on ``path`` (created if missing) for the ``with`` block."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no lock; the rename above still keeps the cache consistent
-        yield
-        return
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-# Set by torchrun/accelerate launchers; a child process that inherited them would try to join the parent's job.
-_LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
-
-
-def _run_isolated(args: list[str], what: str, *, show_output: bool = False) -> None:
-    """Run ``python ARGS`` in a child process without the launcher's variables (see the callers for why).
-
-    With ``show_output`` the child's output (a progress bar) goes to this process's stderr as it comes; either way
-    the end of it is in the error raised when the child fails.
-    """
-    import subprocess
-    import sys
-    from collections import deque
-
-    env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_VARS and not k.startswith("ACCELERATE_")}
-    # Make this copy of the package importable in the child even when it is not installed.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parents[2]), env.get("PYTHONPATH")]))
-    command = [sys.executable, *args]
-    tail: deque[bytes] = deque(maxlen=64)
-    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as child:
-        while chunk := child.stdout.read1(4096):
-            tail.append(chunk)
-            if show_output:
-                sys.stderr.buffer.write(chunk)
-                sys.stderr.flush()
-    if child.returncode != 0:
-        output = b"".join(tail).decode(errors="replace")[-4000:]
-        raise RuntimeError(f"Building {what} failed ({' '.join(command)}):\n{output}")
-
-
-def _build_warm_start_isolated(path: Path, name: str, seed: int) -> None:
-    """Build warm start ``name`` (a key of :data:`WARM_STARTS`) in a child process, showing its progress.
-
-    Why not in this process: SFT training creates accelerate's process-wide state (``use_cpu=True``), which would stick
-    to a later GRPO/GDPO trainer in the same process, and under a multi-process launcher (``RANK``/``WORLD_SIZE`` set)
-    it would wait for the other ranks to join a training they are not running. The child gets neither. It uses as
-    many torch threads as this process (e.g. the recipe's ``cpu_threads``).
-    """
-    import sys
-
-    import torch
-
-    threads = torch.get_num_threads()
-    records = [json.loads(p.read_text()) for p in cache_dir().glob(f"{name}-seed*/warmstart.json")]
-    previous = [record["build_seconds"] for record in records if "build_seconds" in record]
-    estimate = (
-        f"the last build here took {max(previous):.0f} s" if previous else "a progress bar with time left follows"
-    )
-    print(
-        f"Building builtin:{name}@{seed} once for this machine ({threads} torch thread(s); {estimate}). Later runs "
-        f"and the tests reuse it from {path.parent}.",
-        file=sys.stderr,
-        flush=True,
-    )
-    args = ["-m", WARM_STARTS[name], str(path), "--seed", str(seed), "--threads", str(threads)]
-    _run_isolated(args, f"builtin:{name}", show_output=True)
-
-
-def _build_tiny(path: Path, architecture: str, seed: int) -> None:
-    """Build a random tiny model, in a child process when torch.distributed is running.
-
-    Why: under torch.distributed, transformers' ``save_pretrained`` writes weights on rank 0 only, so a rank that
-    wins the build race would leave a folder without a model.
-    """
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        code = (
-            f"from gdpo_trl.demo.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
-        )
-        _run_isolated(["-c", code], f"builtin:{architecture}")
-    else:
-        save_tiny_model(path, architecture, seed)
-
-
-def resolve_model(name_or_path: str) -> str:
-    """Return a loadable path for ``name_or_path``.
-
-    ``builtin:tiny`` (or ``builtin:mini``, ``builtin:small``, ``builtin:base``; optionally ``@seed``, e.g.
-    ``builtin:tiny@3``) builds the random-initialized model on first use and caches it. ``builtin:warmstart``
-    (optionally ``@seed``) trains the SFT warm start of :mod:`gdpo_trl.demo.warmstart` on first use (minutes on a
-    CPU) and caches it; ``builtin:toolcall_warmstart`` likewise, the tool-calling task's (:mod:`gdpo_trl.demo.toolcall_task`).
-    Anything else (a Hub id or a local path) is returned unchanged.
-    """
-    if not name_or_path.startswith(BUILTIN_PREFIX):
-        return name_or_path
-    name = name_or_path[len(BUILTIN_PREFIX) :]
-    architecture, _, seed = name.partition("@")
-    if architecture not in WARM_STARTS and architecture not in ARCHITECTURES:
-        choices = [BUILTIN_PREFIX + a for a in sorted([*ARCHITECTURES, *WARM_STARTS])]
-        raise ValueError(f"Unknown built-in model {name_or_path!r}: use one of {choices}, optionally with '@<seed>'.")
-    seed = int(seed or 0)
-    if architecture in WARM_STARTS:
-        recipe = _warm_start_recipe(architecture)
-        build_id = _build_id(architecture, dataclasses.asdict(recipe), ARCHITECTURES[recipe.architecture], seed)
-        target = cache_dir() / f"{architecture}-seed{seed}-{build_id}"
-        return str(_cached_build(target, lambda tmp: _build_warm_start_isolated(tmp, architecture, seed)))
-    target = cache_dir() / f"{architecture}-seed{seed}-{_build_id(ARCHITECTURES[architecture], seed)}"
-    return str(_cached_build(target, lambda tmp: _build_tiny(tmp, architecture, seed)))
-
-
-def _warm_start_recipe(name: str):
-    """The default recipe of warm start ``name``: with the seed, it determines the weights (hence the cache key)."""
-    if name == TOOLCALL_WARMSTART:
-        from gdpo_trl.demo.toolcall_task import ToolcallRecipe
-
-        return ToolcallRecipe()
-    from gdpo_trl.demo.warmstart import Recipe
-
-    return Recipe()

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gdpo_trl.console import quiet_known_warnings
+from gdpo_trl.cli.console import quiet_known_warnings
 from gdpo_trl.data.gsm8k import make_prompt
 from gdpo_trl.demo.synthetic import generate_problems
 from gdpo_trl.demo.traces import (  # noqa: F401  (re-exported: part of this module's interface)
@@ -247,7 +247,7 @@ def measure_rewards(
 
     Sampling is GRPO's default (temperature 1.0, no top-k or top-p), so the numbers are what RL starts from; the
     problems come from the eval split of ``recipe`` (default :class:`Recipe`), disjoint from the SFT problems. Runs
-    ``gdpo-eval``'s generate-and-score loop. Returns the mean ``format``, ``correctness`` and ``integer`` rewards, the
+    ``gdpo eval``'s generate-and-score loop. Returns the mean ``format``, ``correctness`` and ``integer`` rewards, the
     mean ``completion_length`` in tokens (the closing ``<|im_end|>`` included) and ``clipped``, the fraction that hit
     ``max_new_tokens`` without stopping.
     """

@@ -1,4 +1,4 @@
-"""Evaluate a model, checkpoint or LoRA adapter with the same prompt and rewards as training (``gdpo-eval``).
+"""Evaluate a model, checkpoint or LoRA adapter with the same prompt and rewards as training (``gdpo eval``).
 
 Split along its seams: :mod:`~gdpo_trl.eval.loading` (what to load), :mod:`~gdpo_trl.eval.backends`
 (``transformers`` and vLLM generation), :mod:`~gdpo_trl.eval.scoring` (rewards from the registry, metrics),

@@ -24,6 +24,7 @@ import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from gdpo_trl.core.errors import InputError
 from gdpo_trl.data.toolrl import make_prompt
 from gdpo_trl.rewards.toolcall import parse_tool_calls, tool_format
 
@@ -51,7 +52,7 @@ _TOOL_CALL_GOLD = "<tool_call>"  # any gold holding a tool call selects tool_for
 GenerateFn = Callable[[list[list[dict]]], list[str]]
 
 
-class BFCLNotInstalledError(ImportError):
+class BFCLNotInstalledError(InputError, ImportError):
     """bfcl-eval cannot be imported: the user's to fix (the message says how), reported without a traceback."""
 
 
@@ -147,7 +148,7 @@ def default_generate_fn(
     batch_size: int = 16,
     dtype: str = "auto",
 ) -> GenerateFn:
-    """Greedy generation with gdpo-eval's transformers backend (the model is loaded once, on first use)."""
+    """Greedy generation with gdpo eval's transformers backend (the model is loaded once, on first use)."""
     from gdpo_trl.eval.backends import generate_transformers
     from gdpo_trl.eval.loading import load_transformers_model, resolve_model_spec
     from gdpo_trl.eval.settings import GenerationSettings

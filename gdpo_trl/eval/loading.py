@@ -81,7 +81,7 @@ def resolve_model_spec(model: str, adapter: str | None = None) -> ModelSpec:
     ``adapter_config.json``, whose ``base_model_name_or_path`` is then loaded as the base). The tokenizer comes from
     the adapter or checkpoint folder when it has one (training may have changed its chat template), else from the base.
     """
-    from gdpo_trl.demo.tiny import resolve_model
+    from gdpo_trl.core.plugins import resolve_model
 
     try:
         resolved = resolve_model(model)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from gdpo_trl.data.sources import SOURCES
+from gdpo_trl.data.sources import find_source
 from gdpo_trl.eval.loading import ModelSpec, _looks_like_path
 from gdpo_trl.eval.scoring import METRIC_NAMES
 from gdpo_trl.eval.settings import GenerationSettings
@@ -19,7 +19,7 @@ def _slug(text: str) -> str:
 
 
 def _dataset_tag(dataset: str) -> str:
-    if dataset in SOURCES:
+    if find_source(dataset) is not None:
         return _slug(dataset)
     if _looks_like_path(dataset) or Path(dataset).suffix:
         return _slug(Path(dataset).stem)  # a local file: its name without the folders

@@ -1,6 +1,6 @@
 """The whole evaluation: load the problems and the model, generate, score, summarize, write.
 
-:func:`generate_and_score` is the one generate-decode-score loop of the package: ``gdpo-eval`` and the warm start's
+:func:`generate_and_score` is the one generate-decode-score loop of the package: ``gdpo eval`` and the warm start's
 measurement of its starting rewards (:func:`gdpo_trl.demo.warmstart.measure_rewards`) both run it.
 """
 
@@ -31,12 +31,12 @@ def load_problems(
     """Problems from the data-source registry (:func:`gdpo_trl.data.sources.load_source`, which takes ``path`` and
     ``system_prompt`` as training does) as ``prompt``/``answer`` rows; loader errors (missing file or column,
     unreachable Hub, an option the source does not take) become :class:`EvaluationInputError`."""
-    from gdpo_trl.data.sources import GENERATED, load_source
+    from gdpo_trl.data.sources import is_generated, load_source
 
     if limit is not None and limit < 1:
         raise EvaluationInputError(f"limit must be >= 1, got {limit}")
     # Generated sources default to a few hundred problems for evaluation, not a training set's thousand.
-    size = limit if limit is not None or dataset not in GENERATED else 200
+    size = limit if limit is not None or not is_generated(dataset) else 200
     try:
         return load_source(dataset, split=split, size=size, seed=seed, path=path, system_prompt=system_prompt)
     except (OSError, ValueError) as err:  # OSError covers FileNotFoundError and an unreachable Hub
@@ -101,7 +101,7 @@ def evaluate(
     """Evaluate ``model`` (and ``adapter``) on ``dataset`` and return the summary that is written to
     ``output_dir/summary.json``; ``completions.jsonl`` beside it holds every completion with its rewards.
 
-    Arguments mirror ``gdpo-eval`` (see :mod:`gdpo_trl.cli.evaluate`); ``rewards`` defaults to the source's
+    Arguments mirror ``gdpo eval`` (see :mod:`gdpo_trl.cli.evaluate`); ``rewards`` defaults to the source's
     (:func:`gdpo_trl.eval.scoring.default_rewards`). Raises :class:`EvaluationInputError` for a
     bad setting, model, adapter, dataset or reward name, before any generation starts.
     """

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 
 from gdpo_trl.eval.settings import Completion, EvaluationInputError
 
-# The paper's GSM8K rewards: what gdpo-eval scores unless told otherwise (registry names, gdpo_trl.rewards).
+# The paper's GSM8K rewards: what gdpo eval scores unless told otherwise (registry names, gdpo_trl.rewards).
 DEFAULT_REWARDS = ("format", "correctness", "integer")
-# The paper's tool-calling rewards: what gdpo-eval scores a tool-calling source with unless told otherwise.
+# The paper's tool-calling rewards: what gdpo eval scores a tool-calling source with unless told otherwise.
 TOOL_REWARDS = ("tool_format", "tool_correctness")
 # Reported names of the paper's rewards, as the GSM8K literature calls them; any other reward is `<name>_mean`.
 METRIC_NAMES = {"correctness": "pass@1", "format": "format_rate", "integer": "integer_rate"}
@@ -26,14 +26,14 @@ def metric_name(reward: str) -> str:
 
 def default_rewards(dataset: str) -> tuple[str, ...]:
     """The rewards a data source is scored with by default: the tool rewards for the tool-calling sources
-    (:data:`gdpo_trl.data.sources.TOOL_SOURCES`), the GSM8K rewards for any other."""
-    from gdpo_trl.data.sources import TOOL_SOURCES
+    (:func:`gdpo_trl.data.sources.is_tool_source`), the GSM8K rewards for any other."""
+    from gdpo_trl.data.sources import is_tool_source
 
-    return TOOL_REWARDS if dataset in TOOL_SOURCES else DEFAULT_REWARDS
+    return TOOL_REWARDS if is_tool_source(dataset) else DEFAULT_REWARDS
 
 
 def reward_funcs(names: Sequence[str] = DEFAULT_REWARDS, kwargs: dict | None = None) -> dict[str, Callable]:
-    """``{name: function}`` for registry names or dotted paths, as ``gdpo-train``'s ``reward_funcs`` takes them."""
+    """``{name: function}`` for registry names or dotted paths, as ``gdpo train``'s ``reward_funcs`` takes them."""
     from gdpo_trl.rewards import get_reward_funcs
 
     try:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gdpo_trl.core.errors import InputError
 
-class EvaluationInputError(ValueError):
+
+class EvaluationInputError(InputError):
     """A bad model, adapter, dataset or generation setting: the user's to fix, reported without a traceback."""
 
 

@@ -14,7 +14,7 @@ import inspect
 from collections import Counter
 from collections.abc import Callable
 
-from gdpo_trl.errors import InputError
+from gdpo_trl.core.errors import InputError
 from gdpo_trl.rewards.gsm8k import correctness_reward, extract_answer, format_reward, integer_reward
 from gdpo_trl.rewards.length import length_reward
 from gdpo_trl.rewards.toolcall import tool_correctness, tool_format

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from gdpo_trl.errors import InputError
+from gdpo_trl.core.conditions import check_condition_graph, parse_condition
+from gdpo_trl.core.errors import InputError
 from gdpo_trl.rewards import REWARD_FUNCS, get_reward_func, reward_name, unwrap_partial
 
 
@@ -51,50 +52,10 @@ def conditioned(reward: Callable, on: Callable, threshold: float = 1.0) -> Condi
     return ConditionedReward(reward, on, threshold)
 
 
-def parse_condition(spec) -> tuple[str, float]:
-    """A ``reward_conditions`` value -> ``(condition name, threshold)``.
-
-    Accepted forms: ``"correctness"`` (threshold 1.0) or ``{"on": "correctness", "threshold": 0.5}``.
-    """
-    if isinstance(spec, str):
-        return spec, 1.0
-    if isinstance(spec, Mapping) and "on" in spec and set(spec) <= {"on", "threshold"}:
-        return str(spec["on"]), float(spec.get("threshold", 1.0))
-    raise InputError(
-        f"Bad reward condition {spec!r}: use a reward name ('correctness') or "
-        "{'on': 'correctness', 'threshold': 1.0}."
-    )
-
-
 def canonical_name(name: str) -> str:
     """The function name behind a registry name (``length`` -> ``length_reward``), else ``name`` itself."""
     func = REWARD_FUNCS.get(name)
     return reward_name(func) if func is not None else name
-
-
-def check_condition_graph(conditions: Mapping | None) -> None:
-    """Raise ``InputError`` for a reward conditioned on itself or a cycle (``a`` on ``b`` and ``b`` on ``a``).
-
-    A condition gates a reward on another reward's raw value; a loop has no order in which the gates make sense,
-    and a reward gated on itself only pays when it already pays (a silent threshold). Names are compared after
-    mapping registry names to function names, so ``length`` and ``length_reward`` are the same reward.
-    """
-    edges = {
-        canonical_name(str(target)): canonical_name(parse_condition(spec)[0])
-        for target, spec in (conditions or {}).items()
-    }
-    for start in edges:
-        path, node = [start], edges[start]
-        while node in edges and node not in path:
-            path.append(node)
-            node = edges[node]
-        if node == start:
-            loop = " -> ".join([*path, start])
-            what = "on itself" if len(path) == 1 else "in a cycle"
-            raise InputError(
-                f"reward_conditions: {start!r} is conditioned {what} ({loop}); a condition must name another reward "
-                "that is not, in turn, conditioned on it."
-            )
 
 
 def apply_reward_conditions(reward_funcs: list, conditions: Mapping | None) -> list:
@@ -106,7 +67,7 @@ def apply_reward_conditions(reward_funcs: list, conditions: Mapping | None) -> l
     """
     if not conditions:
         return reward_funcs
-    check_condition_graph(conditions)
+    check_condition_graph(conditions, canonical_name)
 
     def index_of(name):
         for i, func in enumerate(reward_funcs):

@@ -1,0 +1,68 @@
+"""Checks and teardown around the distributed engines (DeepSpeed, FSDP) that ``gdpo train`` runs under.
+
+Two things the engines do not do for us:
+
+- **FSDP on a machine without an accelerator.** accelerate (1.15) only turns FSDP on for GPU-like devices. With an
+  FSDP config on a CPU-only machine, ``accelerate launch`` sets ``ACCELERATE_USE_FSDP=true`` and the run silently
+  becomes plain DDP (``MULTI_CPU``: every process holds the whole model) or, with ``use_cpu: false``, independent
+  single processes writing one folder. :func:`check_fsdp_engaged` refuses such a run in one line.
+- **A clean exit.** Nothing destroys the process group before the interpreter shuts down. ZeRO-3 gathers and
+  scatters weights with asynchronous collectives; on the gloo backend (CPU) their work objects live on gloo's C++
+  worker threads and hold tensors. When those are destroyed during interpreter finalization, releasing a tensor
+  needs the GIL of an interpreter that is going away, and the process aborts (``terminate called without an active
+  exception``, SIGABRT; the mechanism is described in pytorch/pytorch PR #179291, which proposed an atexit
+  teardown in torch and was abandoned). A ZeRO-3 run could so end with one rank aborting after a successful run,
+  and ``accelerate launch`` exiting non-zero. :func:`shutdown_distributed` waits for every rank, then destroys the
+  process groups while the interpreter is fully alive.
+"""
+
+from __future__ import annotations
+
+import os
+
+FSDP_ENV = "ACCELERATE_USE_FSDP"  # set by `accelerate launch` from a config with `distributed_type: FSDP`
+
+
+def fsdp_fallback_message(fsdp_requested: bool, distributed_type: str) -> str | None:
+    """The one-line refusal when FSDP was asked for but accelerate chose another distributed type, else None.
+
+    ``distributed_type`` is accelerate's ``DistributedType`` value (``"FSDP"``, ``"MULTI_CPU"``, ``"NO"``, ...).
+    """
+    if not fsdp_requested or distributed_type == "FSDP":
+        return None
+    became = {
+        "MULTI_CPU": "plain DDP (every process holds the whole model)",
+        "NO": "independent single processes writing the same output_dir",
+    }.get(distributed_type, distributed_type)
+    return (
+        f"The accelerate config asks for FSDP, but accelerate runs {became}: it only enables FSDP on GPU-like "
+        "devices. Run on GPUs, or use accelerate_configs/ddp.yaml (or zero3.yaml, which shards on CPU) here."
+    )
+
+
+def check_fsdp_engaged() -> None:
+    """Raise a ``RuntimeError`` if an FSDP config silently fell back to another engine (see module docstring).
+
+    Call it after the training arguments exist (they create accelerate's process state) and before the model loads.
+    """
+    fsdp_requested = os.environ.get(FSDP_ENV, "false").lower() == "true"
+    if not fsdp_requested:
+        return
+    from accelerate.state import PartialState
+
+    message = fsdp_fallback_message(fsdp_requested, PartialState().distributed_type.value)
+    if message:
+        raise RuntimeError(message)
+
+
+def shutdown_distributed() -> None:
+    """Wait for every rank, then destroy the default process group (a no-op outside torch.distributed).
+
+    Call it last in ``main``, after the model is saved. Idempotent.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    dist.barrier()
+    dist.destroy_process_group()

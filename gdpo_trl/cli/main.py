@@ -1,0 +1,81 @@
+"""``gdpo``: one command for gdpo-trl, with a subcommand per job.
+
+    gdpo train   --config recipes/cpu/gdpo/config.yaml [--num_processes 2 | --accelerate_config zero3 ...]
+    gdpo eval    --model outputs/cpu-gdpo --dataset warmstart
+    gdpo compare --recipe recipes/cpu/gdpo/config.yaml --seeds 0 1 2
+    gdpo plot    outputs/cpu-gdpo outputs/cpu-grpo
+
+``gdpo <subcommand> --help`` shows each one's options. Input errors print one line and exit 2 (``--debug`` or
+``GDPO_TRL_DEBUG=1`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from gdpo_trl.cli.errors import cli_errors
+
+# name -> (module with `main(argv)`, one line of help)
+SUBCOMMANDS = {
+    "train": ("gdpo_trl.cli.main", "train with GDPO or GRPO from a YAML recipe (starts accelerate when asked to)"),
+    "eval": ("gdpo_trl.cli.evaluate", "score a model's completions with reward functions, or on BFCL"),
+    "compare": ("gdpo_trl.cli.compare", "train several methods from one recipe over seeds and compare them"),
+    "plot": ("gdpo_trl.cli.plot", "plot the reward curves of training runs"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gdpo",
+        description="GDPO (multi-reward RL) on Hugging Face TRL.",
+        epilog="Run `gdpo <subcommand> --help` for a subcommand's options.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="<subcommand>")
+    for name, (_, help_text) in SUBCOMMANDS.items():
+        subparsers.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0
+    if argv[0] not in SUBCOMMANDS:
+        parser.error(f"unknown subcommand {argv[0]!r}: choose from {', '.join(SUBCOMMANDS)}")
+    name, rest = argv[0], argv[1:]
+    if name == "train":
+        return train(rest) or 0
+    return importlib.import_module(SUBCOMMANDS[name][0]).main(rest) or 0
+
+
+@cli_errors("gdpo train")
+def train(argv: list[str]) -> None:
+    """In this process, or, given accelerate options, under ``accelerate launch`` once the recipe has parsed."""
+    from gdpo_trl.cli import train as train_command
+    from gdpo_trl.cli.launch import launch_training, split_launch_args
+
+    recipe_argv, launch = split_launch_args(argv)
+    if not launch or "-h" in recipe_argv or "--help" in recipe_argv:
+        return train_command.main(recipe_argv)
+    check_before_launch(recipe_argv)  # one error line here, rather than one traceback per process
+    launch_training(recipe_argv, launch)
+
+
+def check_before_launch(recipe_argv: list[str]) -> None:
+    """Parse and check the recipe as each process will, so a mistake fails once, before any process starts."""
+    from gdpo_trl.core.errors import input_stage
+    from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.recipe.checks import check_recipe, check_recipe_yaml
+
+    check_recipe_yaml(recipe_argv)
+    with input_stage("recipe"):
+        script_args, training_args, model_args = parse_args(recipe_argv)
+    check_recipe(script_args, training_args, model_args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

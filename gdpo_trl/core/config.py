@@ -1,0 +1,229 @@
+"""``GDPOConfig``: TRL's ``GRPOConfig`` with GDPO as the default and its settings checked at construction."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import GRPOConfig
+
+from gdpo_trl.core.advantages import SCALES
+from gdpo_trl.core.conditions import check_condition_graph, parse_condition
+from gdpo_trl.core.errors import InputError
+
+AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize")
+
+
+def accelerator_available() -> bool:
+    """Whether torch sees a GPU-like device (CUDA/ROCm, XPU or Apple MPS) that bf16 training can use."""
+    import torch
+
+    xpu = getattr(torch, "xpu", None)
+    return torch.cuda.is_available() or bool(xpu and xpu.is_available()) or torch.backends.mps.is_available()
+
+
+@dataclass
+class GDPOConfig(GRPOConfig):
+    r"""
+    Configuration for [`GDPOTrainer`]: every [`trl.GRPOConfig`] field, plus the fields below.
+
+    Differences from `GRPOConfig`:
+
+        multi_objective_aggregation (`str`, *optional*, defaults to `"normalize_then_sum"`):
+            How several rewards become one advantage. `"normalize_then_sum"` is GDPO: each reward is normalized
+            within its group, the weighted sum is then normalized over the batch. `"sum_then_normalize"` is GRPO:
+            rewards are summed, then normalized within the group as `scale_rewards` says. Checked at construction
+            (TRL only fails at the first generation step). With a single reward function the trainer always uses
+            GRPO, as the paper's reference code does.
+        scale_rewards (`str`, *optional*, defaults to `"group"`):
+            As in TRL: `"group"`, `"batch"` or `"none"`. Used by GRPO and by the single-reward fallback; under GDPO
+            each reward is divided by its own group std by definition, so another value warns that it has no
+            effect there.
+        bf16 (`bool`, *optional*, defaults to `None`):
+            As in TRL (on unless `fp16`), except that it stays off when `use_cpu` is set or torch sees no GPU-like
+            device, so `GDPOConfig(output_dir=...)` works on a CPU-only machine without flags.
+
+    Parameters that control GDPO:
+
+        gdpo_batch_norm (`bool`, *optional*, defaults to `True`):
+            Normalize the weighted sum of per-reward advantages over the whole batch (GDPO's last step). `False`
+            gives the paper's ablation "GDPO without batch normalization".
+
+    Parameters that shape rewards:
+
+        reward_conditions (`dict` or `str`, *optional*, defaults to `None`):
+            Conditioned rewards (the paper's Eq. 8): `{reward: condition}` pays `reward` only where the condition
+            reward is at least a threshold, else 0. A condition is a reward name (threshold 1.0) or
+            `{"on": name, "threshold": t}`. Names are registry names (`length`) or function names
+            (`length_reward`). Example: `{"length": "correctness"}`. A JSON string is accepted on the command line.
+        reward_weights_final (`list[float]`, *optional*, defaults to `None`):
+            A reward-weight schedule: the weights move linearly from `reward_weights` (all 1.0 if unset) at the
+            first step to these at the last, and are logged as `reward_weights/<name>`. Under GDPO only weights
+            change the balance between rewards: multiplying a reward's raw values by a constant changes nothing,
+            since group normalization cancels it. A weight may not change sign along the way.
+
+    Parameters that guard a run:
+
+        reward_timeout (`float`, *optional*, defaults to `600`):
+            Seconds one call of a reward function may take (sync or async) before training stops with an error
+            naming it, instead of hanging forever. `None` or `0` waits without limit.
+        overwrite_output_dir (`bool`, *optional*, defaults to `False`):
+            `gdpo train` refuses to start in an `output_dir` that holds an earlier run's checkpoints or model unless
+            it resumes it (`resume_from_checkpoint`) or this is `True`, which deletes that run's checkpoints and
+            model first.
+    """
+
+    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["reward_conditions"]
+
+    multi_objective_aggregation: str = field(
+        default="normalize_then_sum",
+        metadata={
+            "help": "How several rewards become one advantage: 'normalize_then_sum' (GDPO, default: normalize each "
+            "reward within its group, sum with reward_weights, normalize the sum over the batch) or "
+            "'sum_then_normalize' (GRPO: sum the weighted rewards, then normalize as scale_rewards says). With one "
+            "reward function GRPO is used either way.",
+            "choices": list(AGGREGATIONS),
+        },
+    )
+    gdpo_batch_norm: bool = field(
+        default=True,
+        metadata={
+            "help": "GDPO only: normalize the weighted sum of per-reward advantages over the whole batch. False is "
+            "the paper's ablation without this step."
+        },
+    )
+
+    reward_conditions: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Conditioned rewards: {reward: condition} pays `reward` only where the condition reward is at "
+            "least 1.0 (or {'on': name, 'threshold': t}), else 0. Example: {\"length\": \"correctness\"}."
+        },
+    )
+    reward_weights_final: list[float] | None = field(
+        default=None,
+        metadata={
+            "help": "Reward-weight schedule: weights move linearly from reward_weights (all 1.0 if unset) to these "
+            "over training, logged as reward_weights/<name>. One per reward function; a weight may not change sign."
+        },
+    )
+
+    reward_timeout: float | None = field(
+        default=600.0,
+        metadata={
+            "help": "Seconds one call of a reward function may take (sync or async) before training stops with an "
+            "error naming it, instead of hanging. 0 or null: no limit."
+        },
+    )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "Start over in an output_dir that holds an earlier run: delete its checkpoints and model first. "
+            "Without it (and without resume_from_checkpoint) gdpo train refuses to start there."
+        },
+    )
+
+    def __post_init__(self):
+        # Checked before GRPOConfig's own checks, which would fail on these with a ZeroDivisionError or an
+        # AttributeError that names no field.
+        if isinstance(self.num_generations, int) and self.num_generations < 2:
+            raise InputError(
+                f"num_generations={self.num_generations}: GRPO and GDPO compare completions within a group, so each "
+                "prompt needs at least 2 generations (8 or 16 is usual)."
+            )
+        self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
+        if self.bf16 is None and not self.fp16 and (self.use_cpu or not accelerator_available()):
+            # TRL turns bf16 on by default, which transformers refuses on a CPU-only machine; follow the hardware.
+            self.bf16 = False
+        super().__post_init__()
+        if self.multi_objective_aggregation not in AGGREGATIONS:
+            raise InputError(
+                f"multi_objective_aggregation={self.multi_objective_aggregation!r} is not supported: use "
+                "'normalize_then_sum' (GDPO) or 'sum_then_normalize' (GRPO)."
+            )
+        if self.scale_rewards not in SCALES:
+            raise InputError(f"scale_rewards={self.scale_rewards!r} is not supported: use one of {list(SCALES)}.")
+        if self.multi_objective_aggregation == "normalize_then_sum" and self.scale_rewards != "group":
+            warnings.warn(
+                f"scale_rewards={self.scale_rewards!r} has no effect under GDPO (multi_objective_aggregation="
+                "'normalize_then_sum') with two or more reward functions: each reward is divided by its own group "
+                "std by definition. It is only used when a single reward function falls back to GRPO. For GRPO "
+                "without std, set multi_objective_aggregation='sum_then_normalize' and scale_rewards='none'.",
+                UserWarning,
+                stacklevel=3,
+            )
+        if self.multi_objective_aggregation == "sum_then_normalize" and not self.gdpo_batch_norm:
+            # An error, not a warning: the user asked for the GDPO ablation without batch normalization but would
+            # get plain GRPO, and the run's results would be read as that ablation.
+            raise InputError(
+                "gdpo_batch_norm=false has no effect with multi_objective_aggregation='sum_then_normalize' (GRPO has "
+                "no batch-normalization step to turn off): for GDPO without batch normalization set "
+                "multi_objective_aggregation='normalize_then_sum'; for GRPO remove gdpo_batch_norm."
+            )
+        for spec in (self.reward_conditions or {}).values():
+            parse_condition(spec)  # raises on a malformed condition, before any model is loaded
+        check_condition_graph(self.reward_conditions)  # as written; the trainer checks again with registry names
+        if self.reward_weights is not None:
+            check_weights(self.reward_weights, "reward_weights")
+        if self.reward_weights_final is not None:
+            check_weights(self.reward_weights_final, "reward_weights_final")
+            check_weight_schedule(self.reward_weights, self.reward_weights_final)
+        if self.reward_timeout is not None and not (self.reward_timeout >= 0 and math.isfinite(self.reward_timeout)):
+            raise InputError(f"reward_timeout={self.reward_timeout}: give seconds > 0, or 0/null for no limit.")
+
+
+def parse_json_dict(value, name: str) -> dict | None:
+    """A dict field given as a JSON string on the command line -> the dict; malformed JSON names the field."""
+    if value is None or isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError as error:
+        raise InputError(f"{name} is not valid JSON ({error.msg} at character {error.pos}): {value!r}") from None
+    if not isinstance(parsed, dict):
+        raise InputError(f'{name} must be a JSON object such as {{"length": "correctness"}}; got {value!r}.')
+    return parsed
+
+
+def check_weights(weights: list[float], name: str) -> None:
+    """Error for weights that cannot train (non-finite, all zero); a warning when every weight is negative."""
+    bad = [(i, w) for i, w in enumerate(weights) if not math.isfinite(w)]
+    if bad:
+        i, w = bad[0]
+        raise InputError(
+            f"{name}[{i}] is {w}: weights must be finite numbers (a NaN drops that reward, an infinity turns the "
+            "loss into NaN or 0)."
+        )
+    if weights and not any(weights):
+        raise InputError(f"{name} are all zero: no reward would be left to learn from (loss and gradient 0).")
+    if weights and all(w < 0 for w in weights):
+        warnings.warn(
+            f"{name} are all negative ({list(weights)}): every reward will be trained DOWN (treated as a penalty). "
+            "If that is not what you want, use positive weights.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def check_weight_schedule(start: list[float] | None, final: list[float], num_rewards: int | None = None) -> None:
+    """Raise ``ValueError`` for a schedule whose lengths differ, that flips a weight's sign or ends all zero."""
+    if num_rewards is not None and len(final) != num_rewards:
+        raise InputError(
+            f"reward_weights_final has {len(final)} weights for {num_rewards} reward functions: give one per reward."
+        )
+    if start is not None and len(start) != len(final):
+        raise InputError(
+            f"reward_weights has {len(start)} weights but reward_weights_final has {len(final)}: they must match."
+        )
+    start = start if start is not None else [1.0] * len(final)
+    for i, (a, b) in enumerate(zip(start, final, strict=True)):
+        if a * b < 0:
+            raise InputError(
+                f"Reward weight {i} would change sign from {a} to {b}: a schedule may scale a reward, not turn a "
+                "reward into a penalty. Use 0 to switch it off."
+            )
+    if not any(final):
+        raise InputError("reward_weights_final are all zero: no reward would be left to learn from at the end.")

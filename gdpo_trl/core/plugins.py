@@ -1,0 +1,55 @@
+"""Plugins: ``builtin:`` model names and named data sources that other packages register with entry points.
+
+The offline demo (:mod:`gdpo_trl.demo`) is one such package: it registers ``builtin:tiny``, ``builtin:warmstart`` and
+the ``synthetic``/``warmstart``/``toolcall`` data sources in gdpo-trl's own ``pyproject.toml``. Nothing in gdpo-trl
+imports the demo: a name is looked up here and its entry point loaded when first asked for. A third-party package
+adds its own the same way, in its ``pyproject.toml``::
+
+    [project.entry-points."gdpo_trl.models"]
+    my-model = "my_pkg.models:build"        # build(name: str, seed: int) -> path that from_pretrained loads
+
+    [project.entry-points."gdpo_trl.sources"]
+    my-data = "my_pkg.data:SOURCE"          # a gdpo_trl.data.sources.Source
+
+Reward functions need no entry point: a recipe names them by dotted path (see :mod:`gdpo_trl.rewards`).
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib.metadata import EntryPoint, entry_points
+
+from gdpo_trl.core.errors import InputError
+
+MODELS = "gdpo_trl.models"
+SOURCES = "gdpo_trl.sources"
+BUILTIN_PREFIX = "builtin:"
+
+
+@functools.cache
+def registered(group: str) -> dict[str, EntryPoint]:
+    """The entry points of ``group``, by name (read once per process)."""
+    return {point.name: point for point in entry_points(group=group)}
+
+
+def load_plugin(group: str, name: str):
+    """The object entry point ``name`` of ``group`` refers to; ``KeyError`` when there is none."""
+    return registered(group)[name].load()
+
+
+def builtin_model_names() -> list[str]:
+    return sorted(BUILTIN_PREFIX + name for name in registered(MODELS))
+
+
+def resolve_model(name_or_path: str) -> str:
+    """A loadable path for ``name_or_path``: ``builtin:NAME`` or ``builtin:NAME@SEED`` is built (or found in the cache)
+    by the entry point that registered it; anything else (a Hub id or a local path) is returned unchanged."""
+    if not name_or_path.startswith(BUILTIN_PREFIX):
+        return name_or_path
+    name, _, seed = name_or_path[len(BUILTIN_PREFIX) :].partition("@")
+    if name not in registered(MODELS):
+        choices = builtin_model_names() or ["none: is gdpo-trl installed (pip install -e .)?"]
+        raise InputError(f"Unknown built-in model {name_or_path!r}: use one of {choices}, optionally with '@<seed>'.")
+    if seed and not seed.isdigit():
+        raise InputError(f"Built-in model {name_or_path!r}: the part after '@' is a seed, a whole number >= 0.")
+    return str(load_plugin(MODELS, name)(name, int(seed or 0)))

@@ -1,0 +1,32 @@
+"""The demo's generated data sources, registered as ``gdpo_trl.sources`` entry points (see pyproject.toml):
+``synthetic`` (word problems), ``warmstart`` (problems of the kind builtin:warmstart learned, none seen in its SFT)
+and ``toolcall`` (requests for builtin:toolcall_warmstart, likewise held out)."""
+
+from __future__ import annotations
+
+from gdpo_trl.data.sources import Source, generated_seed, generated_size
+
+
+def _synthetic(split, size, seed, config, path):
+    from gdpo_trl.demo.synthetic import load_synthetic
+
+    return load_synthetic(generated_size(size), generated_seed(seed, split))
+
+
+def _warmstart(split, size, seed, config, path):
+    from gdpo_trl.demo.warmstart import load_warmstart_dataset
+
+    # The warm start's held-out problems (its "eval" split) for RL and evaluation alike: none was an SFT example.
+    return load_warmstart_dataset(generated_size(size), generated_seed(seed, split), split="eval")
+
+
+def _toolcall(split, size, seed, config, path):
+    from gdpo_trl.demo.toolcall_task import load_toolcall_task
+
+    # As for `warmstart`: the requests builtin:toolcall_warmstart's SFT never saw, for RL and evaluation alike.
+    return load_toolcall_task(generated_size(size), generated_seed(seed, split), split="eval")
+
+
+SYNTHETIC = Source(_synthetic, generated=True)
+WARMSTART = Source(_warmstart, generated=True)
+TOOLCALL = Source(_toolcall, generated=True, tools=True)

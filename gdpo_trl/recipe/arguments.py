@@ -1,0 +1,170 @@
+"""``gdpo train``'s arguments: the data and reward fields, and parsing a recipe plus flags with TrlParser."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from trl import ModelConfig, ScriptArguments, TrlParser
+
+from gdpo_trl.core.config import GDPOConfig, parse_json_dict
+from gdpo_trl.core.errors import InputError
+
+
+@dataclass
+class GDPOScriptArguments(ScriptArguments):
+    """Data and reward arguments of ``gdpo train``, on top of TRL's ``ScriptArguments``.
+
+    To resume, use the training argument ``resume_from_checkpoint`` (it already exists in ``TrainingArguments``, so
+    it cannot be declared here): ``true`` resumes from the last checkpoint in ``output_dir``, a path from that
+    checkpoint.
+    """
+
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["format", "correctness", "integer"],
+        metadata={
+            "help": "Reward functions, in order (their weights follow the same order in `reward_weights`): registry "
+            "names ('format', 'correctness', 'integer') or dotted import paths such as 'my_pkg.rewards.my_fn'."
+        },
+    )
+    reward_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Keyword arguments per reward function, bound when it is built: "
+            '{reward name: {argument: value}}, e.g. {"length": {"max_tokens": 256}}. A JSON string on the '
+            "command line."
+        },
+    )
+    dataset_name: str = field(
+        default="openai/gsm8k",
+        metadata={
+            "help": "Training data, a source of gdpo_trl.data.sources: 'gsm8k', 'sample' (the small GSM8K-style "
+            "sample shipped with gdpo-trl), 'synthetic' (generated offline, see `synthetic_size`), 'warmstart' "
+            "(generated problems of the kind builtin:warmstart was trained on, none of them seen in its SFT), a local "
+            ".json/.jsonl/.parquet file or dataset folder with `question` and `answer` columns, or a Hub dataset id "
+            "(with `dataset_config` and `dataset_train_split`). Tool calling: 'toolcall' (generated requests for "
+            "builtin:toolcall_warmstart), 'toolrl_sample' (the ToolRL-format sample shipped with gdpo-trl) or "
+            "'toolrl' (ToolRL-format rows read from `dataset_path`)."
+        },
+    )
+    dataset_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "Where `dataset_name: toolrl` reads its rows: a .parquet/.jsonl/.json file (ToolRL's "
+            "rlla_4k/train.parquet, for one), a dataset folder or a Hub id. Only that source takes a path."
+        },
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata={
+            "help": "System message for every training prompt of a GSM8K-style source, replacing the loader's "
+            "(gdpo_trl.data.gsm8k.SYSTEM_PROMPT, written for the tiny CPU model). Pass the same text to gdpo eval "
+            "--system_prompt. Refused for the tool-calling sources, whose system message lists the tools."
+        },
+    )
+    dataset_config: str | None = field(
+        default="main",
+        metadata={"help": "Hub dataset configuration ('main' or 'socratic' for GSM8K). Ignored for local files."},
+    )
+    synthetic_size: int = field(
+        default=1000,
+        metadata={
+            "help": "Number of problems generated when `dataset_name` is 'synthetic', 'warmstart' or 'toolcall'."
+        },
+    )
+    synthetic_seed: int = field(
+        default=0,
+        metadata={
+            "help": "Seed of the problem generator when `dataset_name` is 'synthetic', 'warmstart' or 'toolcall'."
+        },
+    )
+    max_train_samples: int | None = field(
+        default=None,
+        metadata={"help": "Keep only the first N training examples (quick runs and debugging). Default: all."},
+    )
+    cpu_threads: int | None = field(
+        default=None,
+        metadata={
+            "help": "Intra-op CPU threads for torch (`torch.set_num_threads`); default: torch's choice. The CPU "
+            "recipe uses 1: a tiny model gains nothing from more, and on a busy machine threads waiting for each "
+            "other made it many times slower."
+        },
+    )
+
+
+    def __post_init__(self):  # TRL's ScriptArguments has none of its own
+        check_script_args(self)
+
+
+def parse_reward_kwargs(value) -> dict | None:
+    """``reward_kwargs`` as ``{reward: {argument: value}}``; a JSON string from the command line is parsed."""
+    value = parse_json_dict(value, "reward_kwargs")
+    if value is not None and not all(isinstance(v, dict) for v in value.values()):
+        raise InputError(
+            f'reward_kwargs must map a reward name to its arguments, e.g. {{"length": {{"max_tokens": 256}}}}; '
+            f"got {value!r}."
+        )
+    return value
+
+
+def check_script_args(script_args) -> None:
+    """``GDPOScriptArguments``' own checks (ranges, JSON), run by its ``__post_init__``; parses ``reward_kwargs``."""
+    for name in ("max_train_samples", "cpu_threads", "synthetic_size"):
+        value = getattr(script_args, name, None)
+        if value is not None and value < 1:
+            hint = {
+                "max_train_samples": "leave it unset to use every example",
+                "cpu_threads": "leave it unset for torch's choice",
+                "synthetic_size": "the number of generated problems",
+            }[name]
+            raise InputError(f"{name}={value}: must be at least 1 ({hint}).")
+    script_args.reward_kwargs = parse_reward_kwargs(script_args.reward_kwargs)
+
+
+DATACLASSES = (GDPOScriptArguments, GDPOConfig, ModelConfig)
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[GDPOScriptArguments, GDPOConfig, ModelConfig]:
+    """Parse ``--config`` YAML and command-line flags (flags win) into the three dataclasses.
+
+    Unknown YAML keys and flags raise a ``ValueError`` naming each with the closest field names. ``allow_abbrev=False``:
+    with hundreds of flags, argparse's prefix matching would silently read a typo such as ``--max_step`` as
+    ``--max_steps``.
+    """
+    parser = TrlParser(DATACLASSES, allow_abbrev=False)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--config" in args[:-1] and not Path(recipe := args[args.index("--config") + 1]).is_file():
+        raise FileNotFoundError(
+            f"Recipe {recipe!r} not found: pass --config with a YAML file, e.g. recipes/cpu/gdpo/config.yaml."
+        )
+    *parsed, yaml_unknown, cli_unknown = parser.parse_args_and_config(
+        args, return_remaining_strings=True, separate_remaining_strings=True
+    )
+    check_unknown(yaml_keys=yaml_unknown[::2], cli_args=[a for a in cli_unknown if a.startswith("-")] or cli_unknown)
+    return tuple(parsed)
+
+
+def check_unknown(yaml_keys: list[str], cli_args: list[str]) -> None:
+    """Raise a ``ValueError`` naming unknown YAML keys and command-line arguments, with close field names."""
+    if not yaml_keys and not cli_args:
+        return
+    known = sorted({f.name for dataclass_type in DATACLASSES for f in fields(dataclass_type)})
+    problems = []
+    for label, names in (("YAML key", yaml_keys), ("command-line argument", cli_args)):
+        for name in names:
+            close = difflib.get_close_matches(name.lstrip("-").replace("-", "_"), known, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            problems.append(f"unknown {label} {name.lstrip('-') if label == 'YAML key' else name!r}{hint}")
+    raise ValueError("; ".join(problems) + ". Run `gdpo train --help` for every field.")
+
+
+def build_reward_funcs(script_args: GDPOScriptArguments) -> list:
+    """The recipe's reward functions: registry names or dotted paths, with ``reward_kwargs`` bound (a JSON string on
+    the command line, parsed by ``GDPOScriptArguments.__post_init__``). Unknown names raise a ``ValueError``
+    listing the known ones."""
+    from gdpo_trl.rewards import get_reward_funcs
+
+    return get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)

@@ -1,0 +1,118 @@
+"""One way to build a run from a parsed recipe: checks, output folder, rewards, data, model, trainer.
+
+Parsing is apart (:func:`gdpo_trl.recipe.arguments.parse_args`), as in TRL's scripts and open-r1's
+``main(script_args, training_args, model_args)``, so every path builds the same way: ``gdpo train``, each run of
+``gdpo compare``, the tests and Python users::
+
+    from gdpo_trl.recipe import parse_args, train_run
+    script_args, training_args, model_args = parse_args(["--config", "recipes/cpu/gdpo/config.yaml"])
+    trainer = train_run(script_args, training_args, model_args)
+
+Everything that can be checked without the model is checked first, so a mistake fails in seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gdpo_trl.core.errors import input_stage
+from gdpo_trl.core.plugins import resolve_model
+from gdpo_trl.data.sources import is_generated, load_source
+from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
+from gdpo_trl.recipe.checkpoints import prepare_run
+from gdpo_trl.recipe.checks import check_prompt_lengths, check_recipe, check_rewards
+from gdpo_trl.recipe.offline import check_model_available_offline
+
+
+@dataclass
+class BuiltRun:
+    """A trainer ready to train, and the checkpoint it resumes from (``None``: from the start)."""
+
+    trainer: object  # GDPOTrainer (imported lazily: TRL takes seconds to import)
+    resume_from_checkpoint: str | None
+
+
+def build_trainer(script_args, training_args, model_args, reward_funcs: list | None = None) -> BuiltRun:
+    """Check the recipe, prepare ``output_dir``, load the data and tokenizer, and build the ``GDPOTrainer``.
+
+    ``reward_funcs`` replaces the recipe's (a comparison's method may change them); default: the recipe's, built
+    from the registry with ``reward_kwargs``. Raises :class:`~gdpo_trl.core.errors.InputError` for a user mistake.
+    """
+    import torch
+    from transformers import AutoTokenizer, set_seed
+    from trl import get_peft_config, get_quantization_config
+
+    from gdpo_trl.trainer import GDPOTrainer
+
+    # 1. Rewards and the output folder first: a misspelled name or an earlier run in the way fails in a second.
+    check_recipe(script_args, training_args, model_args)  # ranges, JSON fields, weight counts, vLLM installed
+    if script_args.cpu_threads is not None:  # the recipe's `env:` is read after torch is imported: too late for OMP
+        torch.set_num_threads(script_args.cpu_threads)
+    set_seed(training_args.seed)
+    reward_funcs = build_reward_funcs(script_args) if reward_funcs is None else reward_funcs
+    check_rewards(reward_funcs, training_args)
+    checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
+
+    # 2. Model and data. The main process goes first: it builds or caches them, and the other ranks read its files.
+    with (
+        input_stage("model or dataset", OSError),
+        training_args.main_process_first(local=False, desc="model and dataset"),
+    ):
+        model_path = resolve_model(model_args.model_name_or_path or "")
+        check_model_available_offline(model_path)
+        train_dataset = load_source(script_args.dataset_name, **source_options(script_args))
+    tokenizer = AutoTokenizer.from_pretrained(
+        model_path, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
+    )
+    if tokenizer.pad_token is None:  # GRPO pads prompts and completions
+        tokenizer.pad_token = tokenizer.eos_token
+    check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
+    # The trainer loads the model from its path (so ZeRO-3 can shard it while loading) with ModelConfig's dtype and
+    # attention; `model_init_kwargs` set in the recipe win.
+    training_args.model_init_kwargs = {
+        "revision": model_args.model_revision,
+        "dtype": model_args.dtype,
+        "attn_implementation": model_args.attn_implementation,
+        **(training_args.model_init_kwargs or {}),
+    }
+
+    # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model.
+    trainer = GDPOTrainer(
+        model_path,
+        reward_funcs=reward_funcs,
+        args=training_args,
+        train_dataset=train_dataset,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
+        quantization_config=get_quantization_config(model_args),
+    )
+    return BuiltRun(trainer, checkpoint)
+
+
+def train_run(
+    script_args, training_args, model_args, reward_funcs: list | None = None, on_built=None, save_model: bool = True
+):
+    """Build (:func:`build_trainer`), train, and save the model (or adapter), tokenizer and ``trainer_state.json``
+    into ``output_dir`` (only the state without ``save_model``). ``on_built(trainer)`` runs before training
+    (console hooks). Returns the trainer."""
+    run = build_trainer(script_args, training_args, model_args, reward_funcs)
+    trainer = run.trainer
+    if on_built is not None:
+        on_built(trainer)
+    trainer.train(resume_from_checkpoint=run.resume_from_checkpoint)
+    if save_model:
+        trainer.save_model(training_args.output_dir)  # under ZeRO-3 this gathers the shards
+    trainer.save_state()
+    return trainer
+
+
+def source_options(script_args: GDPOScriptArguments) -> dict:
+    """``load_source`` options from the script arguments: generated sources take a size and a seed; the recipe's
+    ``system_prompt`` and ``dataset_path`` go through as given (``load_source`` refuses them where they do not apply)."""
+    limit = script_args.max_train_samples
+    common = {"system_prompt": script_args.system_prompt, "path": script_args.dataset_path}
+    if is_generated(script_args.dataset_name):
+        size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
+        return {"split": "train", "size": size, "seed": script_args.synthetic_seed, **common}
+    split, config = script_args.dataset_train_split, script_args.dataset_config or "main"
+    return {"split": split, "size": limit, "config": config, **common}

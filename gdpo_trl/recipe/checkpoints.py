@@ -1,0 +1,261 @@
+"""Output folders and checkpoints: never train over an earlier run by accident, resume only from a whole checkpoint.
+
+How transformers 5 writes ``checkpoint-<step>`` (``Trainer._save_checkpoint``): straight into the final folder, no
+temporary folder and no rename, in this order: weights (``model.safetensors`` + config + tokenizer), then
+``optimizer.pt``, ``scheduler.pt``, ``rng_state.pth`` (``rng_state_<rank>.pth`` with several processes) and
+``trainer_state.json`` last. A process killed during a save therefore leaves a folder with the right name that is
+missing its later files or holds a truncated one. ``get_last_checkpoint`` picks it anyway (it only looks at folder
+names), and resuming then fails inside the library or, for a missing optimizer, scheduler or RNG file, resumes
+silently with a different trajectory. So a checkpoint counts as complete here only when every file is present and
+readable: JSON that parses, safetensors whose size matches its header, torch zip archives whose directory (stored
+at the end of the file) reads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import struct
+import zipfile
+from pathlib import Path
+
+from gdpo_trl.core.errors import InputError
+
+logger = logging.getLogger("gdpo_trl.recipe.checkpoints")
+
+CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+RESUME_LAST = {"true", "last", "yes", "1"}
+RESUME_NEVER = {"", "false", "no", "0", "none"}
+# Files `save_model` and `save_state` write at the top of output_dir: an earlier run's final model.
+SAVED_RUN_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "adapter_model.safetensors",
+    "adapter_config.json",
+    "trainer_state.json",
+    "training_args.bin",
+)
+# Files written with the model that belong to it, removed with it on overwrite.
+MODEL_SIDE_FILES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+)
+
+
+# --- is a checkpoint whole? ----------------------------------------------------------------------------------------
+
+
+def safetensors_problem(path: Path) -> str | None:
+    """Why the safetensors file ``path`` is unreadable (truncated, bad header), or None when its size adds up."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            (header_len,) = struct.unpack("<Q", f.read(8))
+            if header_len > size:
+                return f"{path.name} is truncated"
+            header = json.loads(f.read(header_len))
+    except (OSError, struct.error, ValueError):
+        return f"{path.name} is unreadable"
+    end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+    return (
+        None if size == 8 + header_len + end else f"{path.name} is truncated ({size} of {8 + header_len + end} bytes)"
+    )
+
+
+def torch_file_problem(path: Path) -> str | None:
+    """Why the ``torch.save`` file ``path`` is unreadable; its zip directory is written last, so truncation shows."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if not archive.namelist():
+                return f"{path.name} is empty"
+    except (OSError, zipfile.BadZipFile):
+        return f"{path.name} is truncated or unreadable"
+    return None
+
+
+def weights_problem(folder: Path) -> str | None:
+    """Why ``folder`` has no readable weights (full model, sharded model, LoRA adapter or a DeepSpeed/FSDP state)."""
+    for name in ("model.safetensors", "adapter_model.safetensors"):
+        if (folder / name).is_file():
+            return safetensors_problem(folder / name)
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (OSError, ValueError, KeyError):
+            return f"{index.name} is unreadable"
+        problems = [safetensors_problem(folder / s) if (folder / s).is_file() else f"{s} is missing" for s in shards]
+        return next((p for p in problems if p), None)
+    if (folder / "pytorch_model.bin").is_file():
+        return torch_file_problem(folder / "pytorch_model.bin")
+    if any(folder.glob("global_step*")) or any(folder.glob("pytorch_model_fsdp*")):
+        return None  # DeepSpeed / FSDP write their own sharded state; its presence is what we can check cheaply
+    return "no model weights (model.safetensors)"
+
+
+def checkpoint_problems(folder: Path, world_size: int = 1, save_only_model: bool = False) -> list[str]:
+    """Everything missing or unreadable in ``checkpoint-<step>`` folder ``folder``; empty when it can be resumed."""
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return ["empty folder"]
+    problems = []
+    state = folder / "trainer_state.json"
+    if not state.is_file():
+        problems.append("no trainer_state.json (the save was interrupted)")
+    else:
+        try:
+            step = json.loads(state.read_text())["global_step"]
+            match = CHECKPOINT_RE.match(folder.name)
+            if match and int(match.group(1)) != step:
+                problems.append(f"trainer_state.json is for step {step}")
+        except (OSError, ValueError, KeyError, TypeError):
+            problems.append("trainer_state.json is truncated or unreadable")
+    problems.append(weights_problem(folder))
+    if not save_only_model:
+        sharded = any(folder.glob("global_step*")) or any(folder.glob("optimizer_*"))
+        if not sharded:
+            for name in ("optimizer.pt", "scheduler.pt"):
+                path = folder / name
+                problems.append(torch_file_problem(path) if path.is_file() else f"no {name}")
+        rng_names = ["rng_state.pth"] if world_size == 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
+        for name in rng_names:
+            path = folder / name
+            problems.append(torch_file_problem(path) if path.is_file() else f"no {name}")
+    return [p for p in problems if p]
+
+
+def list_checkpoints(output_dir: Path) -> list[Path]:
+    """``checkpoint-<step>`` folders in ``output_dir``, newest (highest step) first."""
+    if not output_dir.is_dir():
+        return []
+    found = [p for p in output_dir.iterdir() if p.is_dir() and CHECKPOINT_RE.match(p.name)]
+    return sorted(found, key=lambda p: int(CHECKPOINT_RE.match(p.name).group(1)), reverse=True)
+
+
+def newest_complete_checkpoint(
+    output_dir: Path, world_size: int = 1, save_only_model: bool = False
+) -> tuple[Path | None, list[tuple[Path, list[str]]]]:
+    """The newest complete checkpoint in ``output_dir`` (or None) and the newer ones skipped, with their problems."""
+    skipped = []
+    for folder in list_checkpoints(output_dir):
+        problems = checkpoint_problems(folder, world_size, save_only_model)
+        if not problems:
+            return folder, skipped
+        skipped.append((folder, problems))
+    return None, skipped
+
+
+def describe_skipped(skipped: list[tuple[Path, list[str]]]) -> str:
+    return "; ".join(f"{folder.name} ({', '.join(problems)})" for folder, problems in skipped)
+
+
+# --- the output folder -----------------------------------------------------------------------------------------------
+
+
+def earlier_run(output_dir: Path) -> list[str]:
+    """Names of an earlier run's checkpoints and final-model files in ``output_dir`` (empty when there is none)."""
+    if not output_dir.is_dir():
+        return []
+    files = [name for name in SAVED_RUN_FILES if (output_dir / name).is_file()]
+    return [p.name for p in reversed(list_checkpoints(output_dir))] + files
+
+
+def wants_resume(value) -> bool:
+    return value is not None and value is not False and str(value).strip().lower() not in RESUME_NEVER
+
+
+def prepare_output_dir(output_dir: str, resume_from_checkpoint, overwrite: bool, is_main_process: bool = True) -> None:
+    """Refuse to train into a folder holding an earlier run unless resuming; with ``overwrite``, delete that run.
+
+    Only the earlier run's checkpoints and final-model files are deleted (other files the user keeps there stay).
+    Every process checks (so all of them stop on a refusal); only the main process deletes.
+    """
+    folder = Path(output_dir)
+    found = earlier_run(folder)
+    if not found or wants_resume(resume_from_checkpoint):
+        return
+    if not overwrite:
+        shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+        raise InputError(
+            f"output_dir {str(folder)!r} already holds a run ({shown}). Resume it with --resume_from_checkpoint true, "
+            "or start over with --overwrite_output_dir true (deletes that run's checkpoints and model first), or "
+            "choose another --output_dir."
+        )
+    if not is_main_process:
+        return
+    for name in found + [n for n in MODEL_SIDE_FILES if (folder / n).is_file()]:
+        path = folder / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    logger.warning("overwrite_output_dir: deleted the earlier run in %s (%s).", folder, ", ".join(found))
+
+
+def resolve_resume_checkpoint(
+    output_dir: str, resume_from_checkpoint, world_size: int = 1, save_only_model: bool = False
+) -> str | None:
+    """The checkpoint to resume from, or None to start fresh.
+
+    ``true``/``last``: the newest complete ``checkpoint-<step>`` in ``output_dir``, logging in one line the newer
+    ones skipped and why. None there: start fresh, unless the folder holds checkpoints that are all broken or a
+    finished run's model (an error, so nothing is overwritten). A path: that checkpoint, which must be complete.
+    """
+    if not wants_resume(resume_from_checkpoint):
+        return None
+    if resume_from_checkpoint is True or str(resume_from_checkpoint).strip().lower() in RESUME_LAST:
+        folder = Path(output_dir)
+        checkpoint, skipped = newest_complete_checkpoint(folder, world_size, save_only_model)
+        if skipped and checkpoint is not None:
+            logger.warning("Resuming from %s; skipped incomplete %s.", checkpoint.name, describe_skipped(skipped))
+        if checkpoint is not None:
+            if not skipped:
+                logger.info("Resuming from %s.", checkpoint)
+            return str(checkpoint)
+        if skipped:
+            raise InputError(
+                f"resume_from_checkpoint: no complete checkpoint in {str(folder)!r}: {describe_skipped(skipped)}. "
+                "Pass a complete one with --resume_from_checkpoint <path>, or start over with "
+                "--resume_from_checkpoint false --overwrite_output_dir true."
+            )
+        if earlier_run(folder):
+            raise InputError(
+                f"resume_from_checkpoint: {str(folder)!r} holds a saved model but no checkpoint to resume from "
+                "(save_strategy 'no'?). Start over with --resume_from_checkpoint false --overwrite_output_dir true, "
+                "or choose another --output_dir."
+            )
+        logger.warning("resume_from_checkpoint: no checkpoint in %s, starting from scratch.", folder)
+        return None
+    path = Path(str(resume_from_checkpoint))
+    if not path.is_dir():
+        raise InputError(
+            f"resume_from_checkpoint={str(resume_from_checkpoint)!r} is not a checkpoint folder; use 'true' for the "
+            f"newest complete checkpoint in output_dir ({output_dir})."
+        )
+    problems = checkpoint_problems(path, world_size, save_only_model)
+    if problems:
+        raise InputError(f"resume_from_checkpoint {str(path)!r} is incomplete: {', '.join(problems)}.")
+    return str(path)
+
+
+def prepare_run(training_args) -> str | None:
+    """Check (and with ``overwrite_output_dir`` clear) ``output_dir``; return the checkpoint to resume from or None.
+
+    Call it before the model is built, so a refusal or a broken checkpoint costs seconds.
+    """
+    resume = training_args.resume_from_checkpoint
+    prepare_output_dir(
+        training_args.output_dir,
+        resume,
+        bool(getattr(training_args, "overwrite_output_dir", False)),
+        is_main_process=training_args.process_index == 0,
+    )
+    return resolve_resume_checkpoint(
+        training_args.output_dir,
+        resume,
+        world_size=training_args.world_size,
+        save_only_model=training_args.save_only_model,
+    )

@@ -1,0 +1,115 @@
+"""Checks of a ``gdpo train`` run's inputs that need no model, plus one that needs only the tokenizer.
+
+Each raises :class:`~gdpo_trl.core.errors.InputError` with a one-line message naming the culprit and the fix, so that a
+bad recipe fails in seconds instead of after the model is built, or after hours of training on garbage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gdpo_trl.core.errors import InputError
+
+# Config keys where a model stores how many positions it has, most common first.
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+
+
+def check_recipe_yaml(argv: list[str]) -> None:
+    """A ``--config`` YAML that does not parse fails naming the file, line and column (PyYAML names neither file)."""
+    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+        return
+    import yaml
+
+    path = Path(argv[argv.index("--config") + 1])
+    if not path.is_file():
+        raise InputError(
+            f"Recipe {str(path)!r} not found: pass --config with a YAML file, e.g. recipes/cpu/gdpo/config.yaml."
+        )
+    try:
+        config = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(error, "problem", None) or str(error)
+        raise InputError(f"recipe {where}: YAML syntax error: {problem}") from None
+    if config is not None and not isinstance(config, dict):
+        raise InputError(f"recipe {path}: must be a mapping of field: value, got a {type(config).__name__}.")
+
+
+def check_recipe(script_args, training_args, model_args) -> None:
+    """The checks across the three parsed dataclasses that need no model (each checks its own fields in
+    ``__post_init__``): the model source, vLLM installed, one weight per reward."""
+    check_model_source(model_args.model_name_or_path)
+    if training_args.use_vllm:
+        from trl.import_utils import is_vllm_available  # looks the package up without importing it
+
+        if not is_vllm_available():
+            raise InputError(
+                "use_vllm is true but vLLM is not installed: `pip install gdpo-trl[vllm]`, or set `use_vllm: false` "
+                "(generation then runs in transformers, slower)."
+            )
+    num_rewards = len(script_args.reward_funcs or [])
+    for name in ("reward_weights", "reward_weights_final"):
+        weights = getattr(training_args, name, None)
+        if weights is not None and len(weights) != num_rewards:
+            raise InputError(
+                f"{name} has {len(weights)} weights for {num_rewards} reward functions {script_args.reward_funcs}: "
+                "give one per reward, in the same order."
+            )
+
+
+def check_model_source(name: str | None) -> None:
+    """A missing model name, or a local path (absolute, relative with ./ or ../, or ~) that is no folder."""
+    if not name:
+        raise InputError("model_name_or_path is not set: give a Hub id, a local folder or 'builtin:tiny'.")
+    if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().is_dir():
+        raise InputError(f"model_name_or_path {name!r} is not a folder: give a saved model's folder or a Hub id.")
+
+
+def check_rewards(reward_funcs: list, training_args) -> None:
+    """Apply ``reward_conditions`` to the built reward functions once, as the trainer will, so an unknown name fails
+    before the model is loaded (wrapping is pure: nothing is called)."""
+    from gdpo_trl.rewards.conditioned import apply_reward_conditions
+
+    apply_reward_conditions(list(reward_funcs), getattr(training_args, "reward_conditions", None))
+
+
+def model_context(model_path: str) -> int | None:
+    """How many positions the model at ``model_path`` has (None when its config does not say)."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(model_path)
+    config = getattr(config, "text_config", None) or config
+    return next((getattr(config, key) for key in CONTEXT_KEYS if isinstance(getattr(config, key, None), int)), None)
+
+
+def prompt_lengths(prompts: list, tokenizer) -> list[int]:
+    """Token counts of ``prompts`` as the trainer will feed them (chat template and generation prompt applied)."""
+    if prompts and not isinstance(prompts[0], str):
+        ids = tokenizer.apply_chat_template(prompts, add_generation_prompt=True, tokenize=True)
+        ids = ids["input_ids"] if hasattr(ids, "keys") else ids  # transformers 5 returns a BatchEncoding
+    else:
+        ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
+    return [len(x) for x in ids]
+
+
+def check_prompt_lengths(dataset, tokenizer, model_path: str, max_completion_length: int) -> None:
+    """Error when any prompt plus ``max_completion_length`` tokens exceeds the model's positions.
+
+    Such prompts make generation run past the model's context: garbage positions, and on a small model a run many
+    times slower, with only a tokenizer warning in the log. The message names how many prompts and the longest.
+    """
+    context = model_context(model_path)
+    if context is None:
+        return
+    lengths = prompt_lengths(list(dataset["prompt"]), tokenizer)
+    budget = context - (max_completion_length or 0)
+    too_long = [i for i, n in enumerate(lengths) if n > budget]
+    if too_long:
+        longest = max(too_long, key=lengths.__getitem__)
+        raise InputError(
+            f"{len(too_long)} of {len(lengths)} prompts do not fit the model: the longest (row {longest}) has "
+            f"{lengths[longest]} tokens, and with max_completion_length={max_completion_length} the limit is "
+            f"{max(budget, 0)} of the model's {context} positions. Drop or shorten them, or lower "
+            "max_completion_length."
+        )

@@ -1,0 +1,161 @@
+"""GRPO vs GRPO without std vs GDPO on the same task, from the same start, over several seeds.
+
+Each (method, seed) run is an ordinary ``GDPOTrainer`` run of one recipe whose config differs in the method's fields
+(:data:`METHODS`) and the seed only, so an A/B differs in one config field, as in the paper. Results are read back
+from each run's ``trainer_state.json`` with :mod:`gdpo_trl.results.runs`, so ``gdpo plot`` can also draw any of them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from gdpo_trl.results.runs import Run, curve_stats, load_run, reward_key, smooth
+from gdpo_trl.rewards import reward_name
+from gdpo_trl.rewards.process import is_process_reward
+
+# Method name -> what makes it: recipe fields (gdpo train's flags) it sets on top of the recipe, plus, for
+# OUTCOME_ONLY, that the recipe's process rewards are only logged, not trained on. Everything else is the recipe's.
+OUTCOME_ONLY = "outcome_only"  # not a recipe field: see outcome_only_rewards
+METHODS: dict[str, dict] = {
+    "grpo": dict(multi_objective_aggregation="sum_then_normalize", scale_rewards="group"),
+    "grpo_no_std": dict(multi_objective_aggregation="sum_then_normalize", scale_rewards="none"),
+    "gdpo": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group"),
+    "gdpo_no_bn": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group", gdpo_batch_norm=False),
+    "gdpo_outcome_only": dict(
+        multi_objective_aggregation="normalize_then_sum", scale_rewards="group", outcome_only=True
+    ),
+}
+LABELS = {
+    "grpo": "GRPO",
+    "grpo_no_std": "GRPO w/o std",
+    "gdpo": "GDPO",
+    "gdpo_no_bn": "GDPO w/o batch norm",
+    "gdpo_outcome_only": "GDPO outcome only",
+}
+
+
+class OutcomeScore:
+    """A process reward seen as an outcome reward: per completion, the mean of its step scores (None without steps).
+
+    Named like the process reward, so a run that only logs it (weight 0) and a run that trains on it both log
+    ``rewards/<name>/mean`` as the mean over completions of the mean step score.
+    """
+
+    def __init__(self, process_reward):
+        self.process_reward = process_reward
+        self.__name__ = reward_name(process_reward)
+
+    def __call__(self, completions, **kwargs):
+        steps = self.process_reward(completions=completions, **kwargs)
+        return [sum(score for _, score in pairs) / len(pairs) if pairs else None for pairs in steps]
+
+
+def outcome_only_rewards(reward_funcs: list, weights: list[float] | None) -> tuple[list, list[float]]:
+    """The rewards and weights of an OUTCOME_ONLY run: each process reward becomes its :class:`OutcomeScore` with
+    weight 0, which changes no advantage (its GDPO term is multiplied by 0, and a None score is left out like any
+    reward that does not apply), so the run trains on the outcome rewards alone and still logs the process score."""
+    weights = [1.0] * len(reward_funcs) if weights is None else list(weights)
+    process = [is_process_reward(f) for f in reward_funcs]
+    funcs = [OutcomeScore(f) if p else f for f, p in zip(reward_funcs, process, strict=True)]
+    return funcs, [0.0 if p else w for w, p in zip(weights, process, strict=True)]
+
+
+@dataclass
+class MethodCurves:
+    """One method's runs, aligned by step: ``values[metric][seed_index][step_index]``."""
+
+    method: str
+    steps: list[int]
+    values: dict[str, list[list[float]]]
+
+
+def run_dir(out_dir: Path, method: str, seed: int) -> Path:
+    return Path(out_dir) / f"{method}-seed{seed}"
+
+
+def collect(out_dir: Path, method: str, seeds: list[int], metrics: list[str]) -> MethodCurves:
+    """Load every seed's run of ``method`` and align the ``metrics`` series on their common steps."""
+    runs: list[Run] = [load_run(run_dir(out_dir, method, seed)) for seed in seeds]
+    steps = sorted(set.intersection(*({s for s, _ in run.history.get(metrics[0], [])} for run in runs)))
+    values = {
+        metric: [[dict(run.history.get(metric, []))[s] for s in steps] for run in runs]
+        for metric in metrics
+        if all(metric in run.history for run in runs)
+    }
+    return MethodCurves(method, steps, values)
+
+
+def steps_to_reach(steps: list[int], values: list[float], target: float, window: int) -> int | None:
+    """First step at which the ``window``-smoothed curve reaches ``target``; None if it never does."""
+    for step, value in zip(steps, smooth(values, window), strict=True):
+        if value >= target:
+            return step
+    return None
+
+
+def _mean_spread(xs: list[float]) -> str:
+    return f"{statistics.mean(xs):.3f} ± {statistics.stdev(xs):.3f}" if len(xs) > 1 else f"{xs[0]:.3f}"
+
+
+def comparison_table(
+    curves: list[MethodCurves], reward_names: list[str], *, gain: float, window: int, tail: int
+) -> str:
+    """Markdown: per method and reward, the final value (mean of the last ``tail`` logged steps, mean ± std over
+    seeds), the start value, steps to reach start + ``gain`` (smoothed over ``window`` steps; seeds that never reach
+    it are counted as such), and the area under the curve per step (the mean level over training)."""
+    lines = [
+        f"| method | reward | start | final (last {tail} steps) | steps to start+{gain:g} | mean level (AUC/steps) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for c in curves:
+        for name in reward_names:
+            key = reward_key(name) if name != "reward" else "reward"
+            if key not in c.values:
+                continue
+            per_seed = c.values[key]
+            start = statistics.mean(v[0] for v in per_seed)
+            finals = [statistics.mean(v[-tail:]) for v in per_seed]
+            reached = [steps_to_reach(c.steps, v, v[0] + gain, window) for v in per_seed]
+            hit = [r for r in reached if r is not None]
+            reach = (
+                f"{statistics.mean(hit):.1f} ({len(hit)}/{len(reached)} seeds)" if hit else f"never (0/{len(reached)})"
+            )
+            levels = [curve_stats(list(zip(c.steps, v, strict=True))).mean_level for v in per_seed]
+            lines.append(
+                f"| {LABELS.get(c.method, c.method)} | {name} | {start:.3f} | {_mean_spread(finals)} | {reach} | "
+                f"{_mean_spread(levels)} |"
+            )
+    return "\n".join(lines)
+
+
+def plot_comparison(
+    curves: list[MethodCurves], reward_names: list[str], out_png: Path, *, window: int, title: str, total: bool = True
+):
+    """One panel per reward (and the total, with ``total``): each method's mean curve over seeds, with a min-max
+    band."""
+    from matplotlib.figure import Figure
+
+    panels = [n for n in reward_names if any(reward_key(n) in c.values for c in curves)] + ["reward"] * total
+    fig = Figure(figsize=(4.2 * len(panels), 3.6), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, name in zip(axes, panels, strict=True):
+        key = "reward" if name == "reward" else reward_key(name)
+        for c in curves:
+            if key not in c.values:
+                continue
+            runs = [smooth(v, window) for v in c.values[key]]
+            mean = [statistics.mean(col) for col in zip(*runs, strict=True)]
+            low = [min(col) for col in zip(*runs, strict=True)]
+            high = [max(col) for col in zip(*runs, strict=True)]
+            (line,) = ax.plot(c.steps, mean, label=LABELS.get(c.method, c.method))
+            ax.fill_between(c.steps, low, high, color=line.get_color(), alpha=0.15)
+        ax.set_title("total reward" if name == "reward" else name)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"mean over seeds (smoothed {window}), band = min-max")
+    axes[-1].legend(loc="lower right")
+    fig.suptitle(title)
+    fig.savefig(out_png, dpi=110)
+    return out_png

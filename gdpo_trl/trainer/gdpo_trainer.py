@@ -1,0 +1,266 @@
+"""``GDPOTrainer``: TRL's ``GRPOTrainer`` with GDPO advantages, a hook to replace them, and per-reward diagnostics.
+
+TRL 1.16 computes advantages inline in ``_generate_and_score_completions`` (about 600 lines, no hook). Instead of
+copying that method we let it run and then replace its ``advantages`` with our own, computed from the same gathered
+reward matrix. The cost is TRL's own advantage arithmetic on an ``[N, K]`` tensor, which is negligible next to
+generation and the forward passes (see ``scripts/benchmark_trainer.py``).
+
+TRL internals this relies on (checked against trl 1.16; the package pins ``trl>=1.16,<1.17``):
+
+- ``_calculate_rewards(inputs, prompts, completions, completion_ids_list)`` returns the ``[N_global, K]`` float
+  reward matrix, gathered across processes in rank order, with each prompt's completions contiguous and ``None``
+  rewards as NaN. It is called once per ``_generate_and_score_completions`` call.
+- ``_generate_and_score_completions(inputs)`` returns a dict whose ``"advantages"`` is this process's ``[N_local]``
+  slice ``[process_index * N_local : (process_index + 1) * N_local]`` of the global advantages, with
+  ``N_local == len(inputs)``.
+- ``self._logs["advantages"]`` (a deque feeding the completions table) ends with that call's ``N_global``
+  advantages; ``self._metrics[mode]`` is a dict of lists whose means are logged; ``frac_reward_zero_std`` is
+  appended once per call.
+- ``self.reward_funcs``, ``self.reward_func_names``, ``self.reward_weights``, ``self.num_generations``,
+  ``self.num_generations_eval``, ``self.scale_rewards``, ``self.multi_objective_aggregation``.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers.utils import logging
+from trl import GRPOTrainer
+
+from gdpo_trl.core.advantages import gdpo_advantages, gdpo_token_advantages, gdpo_token_reward_terms, grpo_advantages
+from gdpo_trl.core.config import GDPOConfig, check_weight_schedule
+from gdpo_trl.core.diagnostics import reward_diagnostics
+from gdpo_trl.rewards.conditioned import apply_reward_conditions
+from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
+from gdpo_trl.trainer.reward_checks import (  # noqa: F401 - re-exported: tests and users import them from here
+    CheckedAsyncReward,
+    CheckedReward,
+    RewardFunctionError,
+    check_reward_funcs,
+    check_reward_output,
+)
+from gdpo_trl.trainer.token_rewards import (
+    assemble_token_rewards,
+    completion_means,
+    gather_token_rewards,
+    length_mask,
+    local_step_rewards,
+    token_reward_diagnostics,
+)
+
+logger = logging.get_logger(__name__)
+
+
+def scheduled_weights(start: torch.Tensor, final: torch.Tensor, step: int, max_steps: int) -> torch.Tensor:
+    """Weights at optimizer step ``step`` (0-based) of ``max_steps``: ``start`` at the first, ``final`` at the last."""
+    progress = min(max(step / max(max_steps - 1, 1), 0.0), 1.0)
+    return start + (final - start) * progress
+
+
+class GDPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
+
+    - Two or more reward functions with ``multi_objective_aggregation="normalize_then_sum"`` (the default of
+      ``GDPOConfig``): ``gdpo_advantages``; equal to TRL's native GDPO.
+    - ``"sum_then_normalize"``, or a single reward function: ``grpo_advantages`` with ``scale_rewards``.
+    - Override ``compute_advantages`` to try another rule; what it returns is what trains.
+    - ``args.reward_conditions`` wraps rewards with :func:`gdpo_trl.rewards.conditioned.conditioned` before TRL sees
+      them; ``args.reward_weights_final`` moves ``self.reward_weights`` linearly over training.
+    - Every plain reward function is wrapped so that one that raises or returns a malformed list is named in the
+      error (``CheckedReward``).
+    - A process reward (:func:`gdpo_trl.rewards.process.process_reward`) switches training to token-level
+      advantages (:func:`gdpo_trl.core.advantages.gdpo_token_advantages`); loss settings that need one advantage per
+      completion are refused. Without one nothing changes. See ``docs/process_rewards.md``.
+
+    Extra metrics, per reward function ``<name>``: ``rewards/<name>/frac_zero_std`` (fraction of groups where that
+    reward is constant) and ``rewards/<name>/advantage_share`` (its share of the advantage's absolute mass);
+    ``frac_reward_zero_std`` is recomputed per group (TRL's is 0 or 1 under GDPO); ``advantages/distinct_per_group``
+    and ``advantages/distinct_per_group_grpo`` count distinct advantage values per group under the rule in use and
+    under GRPO on the same rewards, to show advantage collapse as it happens. With process rewards, see
+    :func:`gdpo_trl.trainer.token_rewards.token_reward_diagnostics`.
+
+    See the module docstring for the TRL internals this class relies on.
+    """
+
+    def __init__(self, model, reward_funcs=None, args: GDPOConfig | None = None, **kwargs):
+        if args is None:
+            name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
+            args = GDPOConfig(f"{str(name).removeprefix('builtin:').rstrip('/').split('/')[-1]}-GDPO")
+        if not isinstance(args, GDPOConfig):
+            raise TypeError(
+                f"GDPOTrainer needs a GDPOConfig, got {type(args).__name__}. GDPOConfig takes every GRPOConfig "
+                "field: build it with the same arguments."
+            )
+        if isinstance(model, str) and model.startswith("builtin:"):
+            from gdpo_trl.core.plugins import resolve_model  # builtin: names (the demo's, or another plugin's)
+
+            model = resolve_model(model)
+        if args.reward_conditions:
+            funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+            reward_funcs = apply_reward_conditions(funcs, args.reward_conditions)
+        process_slots = []
+        if reward_funcs is not None:
+            reward_funcs, process_slots = attach_process_rewards(
+                reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+            )
+            check_process_settings(args, reward_funcs, process_slots, **kwargs)
+        super().__init__(
+            model, reward_funcs=check_reward_funcs(reward_funcs, args.reward_timeout), args=args, **kwargs
+        )
+        # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
+        self._process_slots = process_slots
+        self._gathered_rewards = None
+        self._completion_ids = None
+        self._weight_schedule = None
+        if args.reward_weights_final is not None:
+            check_weight_schedule(args.reward_weights, args.reward_weights_final, len(self.reward_funcs))
+            final = torch.tensor(args.reward_weights_final, dtype=torch.float32)
+            self._weight_schedule = (self.reward_weights.clone(), final)
+        if self._process_slots:
+            logger.info("GDPO with process rewards %s: token-level advantages.", [s.__name__ for _, s in process_slots])
+        elif self.uses_gdpo:
+            logger.info("GDPO: %d rewards %s normalized per group.", len(self.reward_funcs), self.reward_func_names)
+        elif len(self.reward_funcs) == 1 and args.multi_objective_aggregation == "normalize_then_sum":
+            logger.warning(
+                "GDPOTrainer has a single reward function (%s): GDPO reduces to GRPO then, so advantages are GRPO's "
+                "with scale_rewards=%r, as in the paper's reference code.",
+                self.reward_func_names[0],
+                self.scale_rewards,
+            )
+
+    @property
+    def uses_gdpo(self) -> bool:
+        """Whether advantages are GDPO's (two or more rewards and ``normalize_then_sum``)."""
+        return self.multi_objective_aggregation == "normalize_then_sum" and len(self.reward_funcs) > 1
+
+    def compute_advantages(
+        self, rewards: torch.Tensor, num_generations: int, completion_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Advantages from the rewards of every process's completions (gathered, in rank order).
+
+        The hook TRL lacks: override it in a subclass and the returned advantages are what trains (each process
+        keeps its own slice). Rows are grouped by prompt in runs of ``num_generations``; NaN means the reward
+        does not apply. ``self.reward_weights`` holds the weights (``[K]``). Two cases:
+
+        - Outcome rewards only: ``rewards`` is ``[N_global, K]``, ``completion_mask`` is not passed; return
+          ``[N_global]``, one advantage per completion.
+        - With a process reward: ``rewards`` is ``[N_global, K, T]``, NaN except where a step ends (a process reward's
+          scored steps at their tokens; an outcome reward's value at the completion's last token), and
+          ``completion_mask`` ``[N_global, T]`` is 1 on real completion tokens (T is the longest completion of all
+          processes); return ``[N_global, T]``, one advantage per token (padding is ignored).
+        """
+        weights = self.reward_weights.to(rewards.device)
+        if completion_mask is not None:
+            if num_generations < 2:
+                return torch.zeros(completion_mask.shape, device=rewards.device)
+            return gdpo_token_advantages(
+                rewards, weights, num_generations, completion_mask, batch_norm=self.args.gdpo_batch_norm
+            )
+        if num_generations < 2:  # only in evaluation with num_generations_eval=1: no group, no advantage
+            return torch.zeros(rewards.shape[0], device=rewards.device)
+        if self.uses_gdpo:
+            return gdpo_advantages(rewards, weights, num_generations, batch_norm=self.args.gdpo_batch_norm)
+        return grpo_advantages(rewards, weights, num_generations, scale=self.scale_rewards)
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        # Keep the gathered [N_global, K] matrix for compute_advantages (TRL only keeps it inside its long method).
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._gathered_rewards = rewards
+        self._completion_ids = completion_ids_list  # this process's, unpadded: where process rewards' steps land
+        return rewards
+
+    def _generate_and_score_completions(self, inputs):
+        mode = "train" if self.model.training else "eval"
+        if self._weight_schedule is not None and mode == "train":
+            self._step_reward_weights()
+        output = super()._generate_and_score_completions(inputs)
+        rewards, self._gathered_rewards = self._gathered_rewards, None
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        if self._process_slots:
+            self._token_advantages(output, rewards, num_generations, mode)
+            return output
+
+        advantages = self.compute_advantages(rewards, num_generations)
+        if advantages.shape != (rewards.shape[0],) or not torch.isfinite(advantages).all():
+            raise ValueError(
+                f"{type(self).__name__}.compute_advantages must return finite advantages of shape "
+                f"({rewards.shape[0]},), one per gathered completion; got shape {tuple(advantages.shape)}."
+            )
+        local = output["advantages"]
+        start = self.accelerator.process_index * len(inputs)
+        output["advantages"] = advantages[start : start + len(inputs)].to(device=local.device, dtype=local.dtype)
+        self._replace_logged_advantages(advantages)
+        self._log_reward_diagnostics(rewards, advantages, num_generations, mode)
+        return output
+
+    def _token_advantages(self, output: dict, outcomes: torch.Tensor, num_generations: int, mode: str) -> None:
+        """Process mode: set ``output["advantages"]`` to this process's ``[N_local, T_local]`` token advantages.
+
+        Each process maps its own completions' steps to tokens; the ``[N_local, K_p, T_local]`` step tensors are
+        padded to the longest ``T_local`` and gathered, so group and batch statistics are over every process's
+        completions, as in a single process; each process then keeps its rows and its own ``T_local`` columns.
+        """
+        if "tool_mask" in output:
+            raise ValueError("Process rewards cannot be used with tool or environment masks (rollout_func env_mask).")
+        # TRL saw each process reward as its mean step score; the table shows each completion's mean advantage.
+        ids, self._completion_ids = self._completion_ids, None
+        width, device = output["completion_ids"].shape[1], outcomes.device
+        columns, slots = zip(*self._process_slots, strict=True)
+        local, totals = local_step_rewards(slots, ids, width, self.processing_class)
+        lengths = torch.tensor([len(x) for x in ids], device=device)
+        process, lengths = gather_token_rewards(self.accelerator, local.to(device), lengths)
+        rewards = assemble_token_rewards(outcomes, process, columns, lengths)
+        mask = length_mask(lengths, rewards.shape[2])
+        advantages = self.compute_advantages(rewards, num_generations, completion_mask=mask)
+        if advantages.shape != mask.shape or not torch.isfinite(advantages).all():
+            raise ValueError(
+                f"{type(self).__name__}.compute_advantages must return finite token advantages of shape "
+                f"{tuple(mask.shape)} with process rewards; got shape {tuple(advantages.shape)}."
+            )
+        advantages = advantages * mask
+        local_advantages = output["advantages"]
+        start = self.accelerator.process_index * len(ids)
+        output["advantages"] = advantages[start : start + len(ids), :width].to(local_advantages)
+        self._replace_logged_advantages(completion_means(advantages, mask))
+        if num_generations > 1:
+            terms = gdpo_token_reward_terms(rewards, num_generations, mask)
+            weights = self.reward_weights.to(device)
+            totals = self.accelerator.reduce(totals.to(device), reduction="sum")
+            computed = token_reward_diagnostics(
+                rewards, terms, advantages, mask, weights, self.reward_func_names, columns, totals, num_generations
+            )
+            self._append_diagnostics(computed, mode)
+
+    def _step_reward_weights(self) -> None:
+        """Move ``self.reward_weights`` along the schedule (TRL reads them for its logged ``reward`` too)."""
+        start, final = self._weight_schedule
+        self.reward_weights = scheduled_weights(start, final, self.state.global_step, self.state.max_steps)
+        for name, weight in zip(self.reward_func_names, self.reward_weights.tolist(), strict=True):
+            self._metrics["train"][f"reward_weights/{name}"].append(weight)
+
+    def _replace_logged_advantages(self, advantages: torch.Tensor) -> None:
+        """Make the completions table show the advantages that train, not the ones TRL computed."""
+        logged = self._logs["advantages"]
+        for _ in range(min(len(advantages), len(logged))):
+            logged.pop()
+        logged.extend(advantages.tolist())
+
+    def _log_reward_diagnostics(self, rewards, advantages, num_generations: int, mode: str) -> None:
+        if num_generations < 2:
+            return
+        computed = reward_diagnostics(
+            rewards,
+            advantages,
+            self.reward_weights.to(rewards.device),
+            self.reward_func_names,
+            num_generations,
+            gdpo=self.uses_gdpo,
+            grpo_scale=self.scale_rewards,
+        )
+        self._append_diagnostics(computed, mode)
+
+    def _append_diagnostics(self, computed: dict[str, float], mode: str) -> None:
+        metrics = self._metrics[mode]
+        # TRL appended its own frac_reward_zero_std for this call (0 or 1 under GDPO); replace it with ours.
+        metrics["frac_reward_zero_std"][-1] = computed.pop("frac_reward_zero_std")
+        for name, value in computed.items():
+            metrics[name].append(value)

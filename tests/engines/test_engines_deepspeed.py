@@ -1,0 +1,48 @@
+"""DeepSpeed ZeRO-2 and ZeRO-3 for real: the project's accelerate configs, 2 CPU processes, gdpo train's main.
+
+Each run is checked from inside (tests/helpers/engines_probe.py): the engine and ZeRO stage, the shards each process holds,
+the advantages each process trained on, and the saved model against a plain DDP run of the same seed. DeepSpeed
+runs on CPU with no setting (gloo backend); only `--mixed_precision no` is needed, because the configs say bf16.
+"""
+
+import pytest
+
+from tests.helpers.engines_launch import (
+    assert_advantages_are_slices_of_gdpo,
+    assert_same_model,
+    assert_sharded,
+    ddp_reference,
+    engine_env,
+    launch,
+    load_probes,
+)
+
+pytest.importorskip("deepspeed", reason="DeepSpeed is part of the dev extra: pip install -e '.[dev]'")
+
+pytestmark = [pytest.mark.slow, pytest.mark.engines]
+
+
+@pytest.fixture(scope="module")
+def env(request, tiny_model_path):
+    # Compiled ops go to the project's pytest cache (.pytest_cache/d/torch_extensions): built once, not in $HOME.
+    return engine_env(request.config.cache.mkdir("torch_extensions"))
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_zero_trains_like_ddp(stage, env, tmp_path, tmp_path_factory, tiny_model_path):
+    output_dir = tmp_path / "run"
+    launch(f"zero{stage}.yaml", output_dir, env)
+    probes = load_probes(output_dir)
+
+    for rank, probe in enumerate(probes):
+        engine = probe["engine"]
+        assert engine["distributed_type"] == "DEEPSPEED"
+        assert engine["wrapped_class"] == "deepspeed.runtime.engine.DeepSpeedEngine"
+        assert engine["zero_stage"] == stage
+        assert (engine["num_processes"], engine["process_index"]) == (2, rank)
+    if stage == 3:
+        assert_sharded(probes, dtensor=False)  # each process holds half of each weight, not the whole
+    else:  # ZeRO-2 shards optimizer states and gradients only: every process holds every weight
+        assert all(count["local"] == count["full"] for probe in probes for count in probe["params"].values())
+    assert_advantages_are_slices_of_gdpo(probes)
+    assert_same_model(output_dir, ddp_reference(tmp_path_factory, env), tiny_model_path)

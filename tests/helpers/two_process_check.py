@@ -1,0 +1,26 @@
+"""Run by tests/test_trainer.py under torchrun with 2 CPU processes: trains 2 GDPO steps and dumps, per rank, the
+gathered rewards, TRL's native advantages and the advantages GDPOTrainer trained on."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from gdpo_trl import GDPOTrainer
+from tests.helpers.recorders import Recorder
+from tests.helpers.toy import length_mod_reward, parity_reward, toy_config, toy_dataset
+
+monkeypatch = pytest.MonkeyPatch()
+recorder = Recorder(monkeypatch)
+out = Path(os.environ["GDPO_TEST_OUT"])
+trainer = GDPOTrainer(
+    os.environ["GDPO_TEST_MODEL"],
+    reward_funcs=[parity_reward, length_mod_reward],
+    args=toy_config(out / "run", use_cpu=True),
+    train_dataset=toy_dataset(32),
+)
+trainer.train()
+rank = trainer.accelerator.process_index
+dump = {key: [t.tolist() for t in getattr(recorder, key)] for key in ("rewards", "trl", "ours")}
+(out / f"rank{rank}.json").write_text(json.dumps(dump))

@@ -1,0 +1,174 @@
+"""The method comparison: its pure helpers on hand values, how each run is made from a recipe and a method, and
+short runs that write table and plot."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gdpo_trl.results.compare import MethodCurves, collect, comparison_table, steps_to_reach
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_steps_to_reach():
+    steps = [1, 2, 3, 4]
+    assert steps_to_reach(steps, [0.0, 0.1, 0.5, 0.5], 0.3, window=1) == 3
+    # Smoothed over 2 steps: 0, .05, .3, .5 -> reaches .3 at step 3.
+    assert steps_to_reach(steps, [0.0, 0.1, 0.5, 0.5], 0.3, window=2) == 3
+    assert steps_to_reach(steps, [0.0, 0.1, 0.2, 0.2], 0.3, window=1) is None
+
+
+def test_comparison_table_hand_values():
+    curves = [
+        MethodCurves(
+            "gdpo",
+            [1, 2, 3],
+            {"rewards/format_reward/mean": [[0.0, 0.5, 1.0], [0.2, 0.2, 0.6]]},
+        )
+    ]
+    table = comparison_table(curves, ["format_reward"], gain=0.3, window=1, tail=1)
+    # start: mean(0.0, 0.2) = 0.1; finals 1.0 and 0.6 -> 0.800 ± 0.283; seed 1 reaches 0.3 at step 2, seed 2 (0.5)
+    # at step 3 -> mean 2.5; mean levels: (0.25+0.75)/2 = 0.5 and (0.2+0.4)/2 = 0.3 -> 0.400 ± 0.141.
+    assert "| GDPO | format_reward | 0.100 | 0.800 ± 0.283 | 2.5 (2/2 seeds) | 0.400 ± 0.141 |" in table
+
+
+def test_collect_aligns_runs_on_common_steps(tmp_path):
+    for seed, steps in ((0, [1, 2, 3]), (1, [1, 2])):
+        run = tmp_path / f"gdpo-seed{seed}"
+        run.mkdir()
+        log = [{"step": s, "rewards/format_reward/mean": s / 10 + seed, "reward": 1.0} for s in steps]
+        (run / "trainer_state.json").write_text(json.dumps({"log_history": log}))
+    curves = collect(tmp_path, "gdpo", [0, 1], ["rewards/format_reward/mean", "reward"])
+    assert curves.steps == [1, 2]
+    assert curves.values["rewards/format_reward/mean"] == [[0.1, 0.2], [1.1, 1.2]]
+
+
+@pytest.mark.slow
+def test_three_step_comparison_writes_table_and_plot(tmp_path):
+    from gdpo_trl.cli import compare as compare_methods
+
+    out = tmp_path / "compare"
+    compare_methods.main(["--steps", "3", "--seeds", "0", "1", "--methods", "grpo", "gdpo", "--out-dir", str(out)])
+    table = (out / "comparison.md").read_text()
+    for method in ("GRPO", "GDPO"):
+        for reward in ("format_reward", "correctness_reward", "integer_reward", "reward"):
+            assert f"| {method} | {reward} |" in table
+    assert "2 seeds [0, 1]; 3 steps" in table
+    png = (out / "comparison.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    # Each run left its own trainer_state.json, readable by gdpo plot.
+    assert (out / "gdpo-seed1" / "trainer_state.json").is_file()
+
+
+def _recipe(name: str) -> str:
+    return str(ROOT / "recipes" / "cpu" / name / "config.yaml")
+
+
+def _shared(*flags, recipe="gdpo"):
+    from gdpo_trl.cli import compare
+    from gdpo_trl.recipe.arguments import parse_args
+
+    args = compare.parse_args(["--recipe", _recipe(recipe), *flags])
+    return args, compare.comparison_fields(args, parse_args(["--config", args.recipe]))
+
+
+def test_comparison_settings_come_from_the_recipe_unless_given():
+    # recipes/cpu/gdpo: 40 steps of 32 = 4 prompts x 8 completions, 48 tokens, lr 3e-4.
+    _, shared = _shared()
+    assert (shared["max_steps"], shared["per_device_train_batch_size"], shared["num_generations"]) == (40, 32, 8)
+    assert (shared["max_completion_length"], shared["learning_rate"]) == (48, 3e-4)
+    assert _shared(recipe="toolcall_gdpo")[1]["max_completion_length"] == 160
+    # --scale multiplies steps and prompts per step; the flags win over the recipe.
+    _, shared = _shared("--scale", "2", "--prompts-per-step", "3", "--num-generations", "4", "--steps", "5")
+    assert (shared["max_steps"], shared["per_device_train_batch_size"], shared["num_generations"]) == (10, 24, 4)
+    assert (shared["logging_steps"], shared["save_strategy"]) == (1, "no")  # a curve point per step, no checkpoints
+
+
+@pytest.mark.parametrize("method", ["grpo", "grpo_no_std", "gdpo", "gdpo_no_bn", "gdpo_outcome_only"])
+def test_each_run_is_the_recipe_with_the_method_fields_and_seed(method, tmp_path):
+    from gdpo_trl.cli import compare
+    from gdpo_trl.results.compare import METHODS, OUTCOME_ONLY
+
+    assert set(METHODS[method]) <= {"multi_objective_aggregation", "scale_rewards", "gdpo_batch_norm", OUTCOME_ONLY}
+    args, shared = _shared("--out-dir", str(tmp_path), "--max-completion-length", "20")
+    _, config, model, rewards = compare.run_config(args, args.recipe, shared, method, seed=3)
+    for name, value in METHODS[method].items():
+        if name != OUTCOME_ONLY:
+            assert getattr(config, name) == value
+    assert (config.seed, config.output_dir) == (3, str(tmp_path / f"{method}-seed3"))
+    assert (config.max_completion_length, config.max_steps, config.beta) == (20, 40, 0.0)  # flag, recipe, recipe
+    assert [f.__name__ for f in rewards] == ["format_reward", "correctness_reward", "integer_reward"]
+    assert model.dtype == "float32"  # the recipe's ModelConfig, which build_trainer passes on as gdpo train does
+
+
+def test_outcome_only_keeps_process_rewards_as_weight_zero_scores(tmp_path):
+    from gdpo_trl.cli import compare
+    from gdpo_trl.rewards.process import is_process_reward
+
+    args, shared = _shared("--out-dir", str(tmp_path), recipe="gdpo_process")
+    _, config, _, rewards = compare.run_config(args, args.recipe, shared, "gdpo", seed=0)
+    assert config.reward_weights is None and is_process_reward(rewards[3])  # the recipe as is: trained on
+    _, config, _, rewards = compare.run_config(args, args.recipe, shared, "gdpo_outcome_only", seed=0)
+    assert config.reward_weights == [1.0, 1.0, 1.0, 0.0]
+    score = rewards[3]
+    assert not is_process_reward(score) and score.__name__ == "equations_reward"  # logged under the same name
+    completions = [
+        [{"role": "assistant", "content": "<think>3*4=12\n2+2=5</think><answer>12</answer>"}],  # right, wrong
+        [{"role": "assistant", "content": "<think>no equation</think><answer>7</answer>"}],
+        [{"role": "assistant", "content": "<think>6/3=2</think><answer>2</answer>"}],
+    ]
+    assert score(completions=completions) == [0.5, None, 1.0]
+
+
+@pytest.mark.parametrize("gdpo", [True, False])
+def test_a_weight_zero_reward_changes_no_advantage(gdpo):
+    """Why OUTCOME_ONLY may log the process score as a reward of weight 0: GDPO and GRPO advantages are those of
+    the other rewards alone, also where the score is missing (NaN)."""
+    import torch
+
+    from gdpo_trl.core.advantages import gdpo_advantages, grpo_advantages
+
+    outcomes = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    score = torch.tensor([[0.5], [float("nan")], [1.0], [0.0], [float("nan")], [1.0]])
+    advantages = gdpo_advantages if gdpo else grpo_advantages
+    with_score = advantages(torch.cat([outcomes, score], dim=1), [1.0, 1.0, 0.0], 3)
+    torch.testing.assert_close(with_score, advantages(outcomes, [1.0, 1.0], 3))
+    assert with_score.abs().sum() > 0
+
+
+def test_unknown_recipe_fails_naming_it():
+    from gdpo_trl.cli import compare
+    from gdpo_trl.core.errors import InputError
+
+    with pytest.raises(InputError, match="recipe 'no/such.yaml' not found"):
+        compare.find_recipe("no/such.yaml")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("recipe", "model", "methods", "rows", "total"),
+    [
+        ("toolcall_gdpo", "builtin:tiny", ["grpo", "gdpo"], ["tool_format", "tool_correctness"], True),
+        # The warm start (the recipe's model): a random model writes no equations to score.
+        ("gdpo_process", None, ["gdpo_outcome_only", "gdpo"], ["correctness_reward", "equations_reward"], False),
+    ],
+)
+def test_two_step_comparison_of_another_recipe(recipe, model, methods, rows, total, tmp_path):
+    from gdpo_trl.cli import compare
+
+    out = tmp_path / "compare"
+    argv = ["--recipe", _recipe(recipe), "--steps", "2", "--seeds", "0", *(["--model", model] if model else [])]
+    compare.main(
+        [*argv, "--prompts-per-step", "2", "--num-generations", "2", "--methods", *methods, "--out-dir", str(out)]
+    )
+    table = (out / "comparison.md").read_text()
+    for method in methods:
+        label = {"grpo": "GRPO", "gdpo": "GDPO", "gdpo_outcome_only": "GDPO outcome only"}[method]
+        for reward in rows:
+            assert f"| {label} | {reward} |" in table
+        assert (f"| {label} | reward |" in table) is total  # no total when one method trains on fewer rewards
+        history = json.loads((out / f"{method}-seed0" / "trainer_state.json").read_text())["log_history"]
+        assert all(f"rewards/{rows[-1]}/mean" in entry for entry in history if "loss" in entry)
+    assert f"recipe {_recipe(recipe)}" in table and "2 steps of 2 prompts x 2 completions" in table
+    assert (out / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,91 @@
+"""The package's layers, checked on every import statement (function-level and TYPE_CHECKING ones included).
+
+Each top-level folder of ``gdpo_trl`` is a layer; a module may import its own layer and the ones below it, never one
+above. The demo is a plugin on top (reached through entry points), so nothing but the demo imports it; and the
+import graph between modules has no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "gdpo_trl"
+# Lowest first: what each layer is for is in README.md ("Layout").
+LAYERS = ["core", "rewards", "data", "trainer", "eval", "recipe", "results", "cli", "demo"]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """The gdpo_trl modules ``path`` imports, anywhere in the file."""
+    found = set()
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("gdpo_trl")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}".rstrip(".")
+            if base.startswith("gdpo_trl"):
+                found.add(base)
+    return found
+
+
+def layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def graph() -> dict[str, set[str]]:
+    return {module_name(p): imports_of(p) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_every_module_is_in_a_layer():
+    top_level = {module_name(p) for p in PACKAGE.glob("*.py")}
+    assert top_level == {"gdpo_trl"}, f"modules outside the layer folders: {sorted(top_level - {'gdpo_trl'})}"
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == set(LAYERS)
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    wrong = []
+    for module, imported in graph().items():
+        if layer(module) is None:
+            continue
+        for target in imported:
+            if layer(target) is not None and LAYERS.index(layer(target)) > LAYERS.index(layer(module)):
+                wrong.append(f"{module} -> {target}")
+    assert not wrong, "imports from a layer above:\n" + "\n".join(sorted(wrong))
+
+
+def test_only_the_demo_imports_the_demo():
+    users = sorted(m for m, imported in graph().items() if layer(m) != "demo" and any(layer(t) == "demo" for t in imported))
+    assert not users, f"outside gdpo_trl/demo: {users} import it (use an entry point: gdpo_trl.core.plugins)"
+
+
+def test_no_import_cycle():
+    edges = graph()
+    modules = set(edges)
+    # An import of a package also runs its __init__; an import of "a.b" where a.b is a module counts as that module.
+    deps = {m: {t for t in targets if t in modules and t != m} for m, targets in edges.items()}
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    cycles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(deps[node]):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(path[path.index(nxt) :] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for module in sorted(modules):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
