@@ -8,7 +8,8 @@ Three rewards, each a plain function with TRL's reward signature ``f(completions
   answer in the dataset's ``answer`` column.
 - :func:`integer_reward`: 1.0 when the content of the last ``<answer>`` block is an integer literal.
 
-Completions may be standard (a ``str``) or conversational (a list of messages, of which the last one is scored).
+Completions may be standard (a ``str``) or conversational (a list of messages, of which the last one is scored;
+the first one under ``semantics="reference"``).
 
 Deliberate difference from the GDPO paper's reference implementation: it compares answer strings exactly and tests
 integers with ``str.isdigit``, so ``"1,080"``, ``"-3"`` and ``"18.0"`` all fail there. Here both sides are normalised
@@ -18,15 +19,20 @@ the integer rule accepts a minus sign and thousands grouping. Only ASCII digits 
 ``semantics="reference"`` (a keyword argument of each reward; from a recipe,
 ``reward_kwargs: {format: {semantics: reference}, ...}``) gives the rules of the paper's reference code instead:
 
+- the text scored: the content of the **first** message of a conversational completion (the reference reads
+  ``completion[0]["content"]``); a plain string completion is scored as it is.
 - answer extraction: the text after the last ``<answer>``, cut at the first ``</answer>`` after it if there is one,
   stripped; so ``<answer>42`` without a closing tag still answers 42, and a completion with no ``<answer>`` at all
   answers with its whole (stripped) text.
-- correctness: that answer equals the gold string exactly (``"1,080" != "1080"``, ``"18.0" != "18"``).
+- correctness: that answer ``==`` the gold value, with no conversion (``"1,080" != "1080"``, ``"18.0" != "18"``; a
+  gold that is not a string, ``None`` included, never matches). :func:`reference_gold_answer` reads a GSM8K
+  solution's gold the reference's way (between the first and the second ``####``).
 - integer: ``str.isdigit()`` of that answer (no minus sign or commas; it accepts other scripts' digits and
   superscripts, as Python does).
 - format: the completion is ``<think>.*?</think>\n<answer>.*?</answer>`` anchored at both ends (an optional final
-  newline allowed, as ``$`` does), dot matching newlines: exactly one newline between the blocks, blocks may be
-  empty, tags are not counted, leading whitespace fails.
+  newline allowed, as ``$`` does), dot matching newlines, **and** it holds exactly one ``<answer>`` and exactly one
+  ``</answer>`` (the ``<think>`` tags are not counted): exactly one newline between the blocks, blocks may be empty,
+  leading whitespace fails.
 
 docs/gsm8k_fidelity.md lists every difference between the two and why our defaults differ.
 
@@ -38,7 +44,15 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-__all__ = ["SEMANTICS", "correctness_reward", "extract_answer", "format_reward", "integer_reward", "reference_answer"]
+__all__ = [
+    "SEMANTICS",
+    "correctness_reward",
+    "extract_answer",
+    "format_reward",
+    "integer_reward",
+    "reference_answer",
+    "reference_gold_answer",
+]
 
 SEMANTICS = ("ours", "reference")
 
@@ -91,13 +105,38 @@ def extract_answer(text: str) -> str | None:
     return text[start:end].strip()
 
 
-# The reference's layout; fullmatch with an optional final newline reproduces `re.match(r"^...$")` exactly.
+# The reference's layout; fullmatch with an optional final newline reproduces `re.search(r"^...$")` exactly.
 _REFERENCE_FORMAT_RE = re.compile(r"<think>.*?</think>\n<answer>.*?</answer>\n?", re.DOTALL)
+
+
+def _reference_text(completion) -> str:
+    """The text the reference scores: a string as it is, else the content of the conversation's *first* message."""
+    if isinstance(completion, str):
+        return completion
+    if not completion:
+        return ""
+    content = completion[0]["content"]
+    if not isinstance(content, str):
+        raise TypeError(f"expected the first message's content to be a str, got {type(content).__name__}")
+    return content
 
 
 def reference_answer(text: str) -> str:
     """The reference's answer: after the last ``<answer>``, up to the first ``</answer>`` after it (if any), stripped."""
     return text.split(_OPEN)[-1].split(_CLOSE)[0].strip()
+
+
+def reference_gold_answer(solution: str) -> str | None:
+    """A GSM8K solution's gold answer the reference's way: ``None`` without ``####``, else the text between the first
+    ``####`` and the next one (or the end), stripped. (:func:`gdpo_trl.data.gsm8k.parse_gold_answer`, which our
+    loader uses, takes the text after the *last* ``####`` and rejects a solution without one.)"""
+    if "####" not in solution:
+        return None
+    return solution.split("####")[1].strip()
+
+
+def _is_reference_format_ok(text: str) -> bool:
+    return text.count(_OPEN) == 1 and text.count(_CLOSE) == 1 and _REFERENCE_FORMAT_RE.fullmatch(text) is not None
 
 
 def _check_semantics(semantics: str, reward: str) -> bool:
@@ -133,7 +172,7 @@ def format_reward(completions, semantics: str = "ours", **kwargs) -> list[float]
     ``semantics="reference"``: the reference's rule instead (see the module docstring).
     """
     if _check_semantics(semantics, "format_reward"):
-        return [1.0 if _REFERENCE_FORMAT_RE.fullmatch(_text(c)) else 0.0 for c in completions]
+        return [1.0 if _is_reference_format_ok(_reference_text(c)) else 0.0 for c in completions]
     return [1.0 if _is_format_ok(_text(c)) else 0.0 for c in completions]
 
 
@@ -156,7 +195,8 @@ def correctness_reward(completions, answer=None, semantics: str = "ours", **kwar
     if len(answer) != len(completions):
         raise ValueError(f"got {len(completions)} completions but {len(answer)} gold answers")
     if reference:
-        return [1.0 if reference_answer(_text(c)) == str(g) else 0.0 for c, g in zip(completions, answer, strict=True)]
+        pairs = zip(completions, answer, strict=True)
+        return [1.0 if reference_answer(_reference_text(c)) == gold else 0.0 for c, gold in pairs]
     rewards = []
     for completion, gold in zip(completions, answer, strict=True):
         predicted = extract_answer(_text(completion))
@@ -182,5 +222,5 @@ def integer_reward(completions, semantics: str = "ours", **kwargs) -> list[float
     and a missing answer block. ``semantics="reference"``: ``str.isdigit`` instead (see the module docstring).
     """
     if _check_semantics(semantics, "integer_reward"):
-        return [1.0 if reference_answer(_text(c)).isdigit() else 0.0 for c in completions]
+        return [1.0 if reference_answer(_reference_text(c)).isdigit() else 0.0 for c in completions]
     return [1.0 if _is_integer_answer(_text(c)) else 0.0 for c in completions]

@@ -17,8 +17,9 @@ required depends on the gold assistant text in the dataset column ``answer``.
   ==================  ===================================================================================
 
 - :func:`tool_correctness` (in [-3, 3]): 0 when the gold has no ``<tool_call>``. Otherwise the first tool_call block
-  of gold and completion is parsed line by line as JSON; a completion that fails (missing tag, bad JSON, a blank
-  line, a line that is not an object, a call without ``name``, or a call whose name matches a gold call without a
+  of gold and completion is parsed line by line as JSON (:func:`parse_tool_calls`: only JSON's own whitespace may
+  surround a line's value); a completion that fails (missing tag, bad JSON, a blank line, a line that is not an
+  object, a call without ``name``, or a call whose name matches a gold call without a
   dict ``parameters``) scores -3. Equal lists score 3. Otherwise ``S`` = multiset Jaccard of the name lists, plus
   for each gold call in order the best not-yet-used predicted call of the same name, scored by Jaccard of the
   parameter-key sets + number of gold parameters whose value is exactly equal, taken only if that score is above 0
@@ -31,7 +32,7 @@ tests), so the same set of calls scores differently in different orders. The res
 Deliberate difference from the reference: a malformed *gold* answer (bad JSON, a call without ``name`` or without a
 dict ``parameters``) raises ``ValueError`` naming its row instead of crashing or scoring -3, because it is a data
 error no completion can fix. Values are compared with Python's ``==`` as in the reference, so ``1 == 1.0 == true``.
-Stdlib-only.
+docs/toolcall.md lists every remaining difference from ToolRL's reward code. Stdlib-only.
 """
 
 from __future__ import annotations
@@ -91,16 +92,19 @@ def tool_format(completions, answer=None, **kwargs) -> list[float]:
 def parse_tool_calls(text: str) -> list | None:
     """The JSON values, one per line, of the first ``<tool_call>`` block of ``text``; ``None`` if it cannot be read.
 
-    Like the reference, both tags must occur somewhere; the block runs from the first ``<tool_call>`` to the first
-    ``</tool_call>`` after it (or to the end of the text if none follows), is stripped and split on newlines, and
-    every line (stripped) must be valid JSON, so a blank line or an empty block fails. The values are not checked.
+    Like the reference, both tags must occur somewhere; the block is the text after the first ``<tool_call>``, up to
+    the first ``</tool_call>`` or second ``<tool_call>``, whichever comes first (or the end of the text), stripped
+    (``str.strip``) and split on ``"\\n"``. Every line must be one JSON value; lines are not trimmed here, ``json``
+    itself allows JSON's whitespace (space, tab, CR) around the value but nothing else (a no-break space or a form
+    feed fails), and a blank line or an empty block fails. JSON nested too deeply for the parser (``RecursionError``)
+    fails too. The values are not checked.
     """
     if _CALL_OPEN not in text or _CALL_CLOSE not in text:
         return None
-    block = text.split(_CALL_OPEN, 1)[1].split(_CALL_CLOSE, 1)[0].strip()
+    block = text.split(_CALL_OPEN, 2)[1].split(_CALL_CLOSE, 1)[0].strip()
     try:
-        return [json.loads(line.strip()) for line in block.split("\n")]
-    except json.JSONDecodeError:
+        return [json.loads(line) for line in block.split("\n")]
+    except (json.JSONDecodeError, RecursionError):
         return None
 
 

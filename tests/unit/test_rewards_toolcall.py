@@ -140,11 +140,50 @@ def test_missing_parameters_are_fine_when_the_name_matches_no_gold_call():
     assert correct(text, GOLD_CALL) == pytest.approx(6 * 2.5 / 3 - 3)
 
 
-def test_only_the_first_block_is_read_and_lines_are_stripped():
+def test_only_the_first_block_is_read_and_json_whitespace_is_allowed():
     good = calls(("f", {"a": 1}))
     assert correct(good + "\n" + calls(("zzz", {})), GOLD_CALL) == 3.0
     assert correct(calls(("zzz", {})) + "\n" + good, GOLD_CALL) == pytest.approx(6 * 0 / 3 - 3)
     assert correct('<tool_call>\n   {"name": "f", "parameters": {"a": 1}}  \r\n</tool_call>', GOLD_CALL) == 3.0
+
+
+CALL_LINE = json.dumps({"name": "f", "parameters": {"a": 1}})
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (" \t", "\t \r", 3.0),  # JSON's own whitespace around a value: json.loads accepts it, as in the reference
+        ("\u00a0", "", -3.0),  # no-break space: str.strip would remove it, JSON (and the reference) rejects it
+        ("", "\u00a0", -3.0),
+        ("\x0c", "", -3.0),  # form feed
+        ("\x0b", "", -3.0),  # vertical tab
+        ("\u2028", "", -3.0),  # line separator: not a line break for the split on "\\n" either
+        ("\u3000", "", -3.0),  # ideographic space
+    ],
+)
+def test_each_line_allows_only_json_whitespace(before, after, expected):
+    other = json.dumps({"name": "g", "parameters": {}})
+    # In the middle of three lines: the block's ends are str-stripped (as in the reference), its inner lines are not.
+    text = f"<tool_call>\n{other}\n{before}{CALL_LINE}{after}\n{other}\n</tool_call>"
+    gold_text = gold(("g", {}), ("f", {"a": 1}), ("g", {}))
+    assert correct(text, gold_text) == expected
+    assert parse_tool_calls(text) == (
+        None if expected < 0 else [json.loads(line) for line in (other, CALL_LINE, other)]
+    )
+    # At the block's very end, str.strip removes even a no-break space, there as here.
+    assert correct(f"<tool_call>\n{other}\n{CALL_LINE}\u00a0\n</tool_call>", gold(("g", {}), ("f", {"a": 1}))) == 3.0
+
+
+def test_block_ends_at_a_second_opening_tag():
+    # The reference splits on every <tool_call>: the first block stops at the next opening tag as well.
+    text = f"<tool_call>\n{CALL_LINE}\n<tool_call>\n{json.dumps({'name': 'zzz', 'parameters': {}})}\n</tool_call>"
+    assert parse_tool_calls(text) == [{"name": "f", "parameters": {"a": 1}}]
+    assert correct(text, GOLD_CALL) == 3.0
+
+
+def test_json_too_deep_for_the_parser_is_unreadable():
+    assert parse_tool_calls("<tool_call>\n" + "[" * 100_000 + "]" * 100_000 + "\n</tool_call>") is None
 
 
 def test_block_runs_to_the_end_when_the_closing_tag_comes_first():
