@@ -1,0 +1,99 @@
+"""The `gdpo` command: subcommands, accelerate's launch options split from the recipe's flags, one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gdpo_trl.cli import launch
+from gdpo_trl.cli.main import SUBCOMMANDS
+from gdpo_trl.cli.main import main as gdpo
+from gdpo_trl.core.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = str(ROOT / "recipes" / "cpu" / "gdpo" / "config.yaml")
+
+
+def test_help_lists_every_subcommand(capsys):
+    assert gdpo(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("train", "eval", "compare", "plot")) and set(SUBCOMMANDS) == {
+        "train",
+        "eval",
+        "compare",
+        "plot",
+    }
+
+
+def test_unknown_subcommand_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        gdpo(["trian"])
+    assert exit_info.value.code == 2 and "unknown subcommand 'trian'" in capsys.readouterr().err
+
+
+def test_launch_options_are_split_from_the_recipe_flags():
+    argv = ["--config", RECIPE, "--num_processes", "2", "--gradient_accumulation_steps", "2", "--max_steps=3"]
+    recipe, options = launch.split_launch_args([*argv, "--main_process_port=29555", "--accelerate_config", "zero3"])
+    # --gradient_accumulation_steps is also an accelerate option: a training field wins, as with `trl grpo`.
+    assert recipe == ["--config", RECIPE, "--gradient_accumulation_steps", "2", "--max_steps=3"]
+    assert options[:3] == ["--num_processes", "2", "--main_process_port=29555"]
+    assert options[3] == "--config_file" and Path(options[4]).resolve() == ROOT / "accelerate_configs" / "zero3.yaml"
+
+
+def test_no_launch_option_means_no_launch():
+    assert launch.split_launch_args(["--config", RECIPE, "--max_steps", "2"]) == (
+        ["--config", RECIPE, "--max_steps", "2"],
+        [],
+    )
+
+
+def test_a_bad_accelerate_config_names_the_choices():
+    with pytest.raises(InputError, match=r"'zero9' is neither a file nor one of the configs \['ddp', 'fsdp2'"):
+        launch.split_launch_args(["--config", RECIPE, "--accelerate_config", "zero9"])
+    with pytest.raises(InputError, match="--num_processes needs a value"):
+        launch.split_launch_args(["--config", RECIPE, "--num_processes"])
+
+
+def test_launch_defaults_on_one_machine():
+    options = launch.launch_defaults(["--num_processes", "2"])
+    assert options[:2] == ["--num_processes", "2"] and "--multi_gpu" in options  # torchrun; gloo with use_cpu
+    assert options[options.index("--num_machines") + 1] == "1"
+    assert int(options[options.index("--main_process_port") + 1]) > 0  # a free port, not 29500
+    # Several machines share one port: never picked here. A config file brings its own distributed type.
+    several = launch.launch_defaults(["--num_machines", "2", "--machine_rank", "1", "--num_processes", "4"])
+    assert "--main_process_port" not in several
+    with_file = launch.launch_defaults(["--config_file", str(ROOT / "accelerate_configs" / "zero3.yaml")])
+    assert "--multi_gpu" not in with_file and "--mixed_precision" not in with_file
+
+
+def test_compare_refuses_a_bad_recipe_exactly_as_train_does(tmp_path, capsys):
+    from gdpo_trl.cli.compare import main as compare
+
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump({**yaml.safe_load(Path(RECIPE).read_text()), "learning_rat": 1e-4}))
+    errors = []
+    for command in (["train", "--config", str(recipe)], None):
+        with pytest.raises(SystemExit) as exit_info:
+            gdpo(command) if command else compare(["--recipe", str(recipe), "--out-dir", str(tmp_path / "c")])
+        assert exit_info.value.code == 2
+        errors.append(capsys.readouterr().err.strip().split(": error: ", 1))
+    (train_prog, train_error), (compare_prog, compare_error) = errors
+    assert (train_prog, compare_prog) == ("gdpo train", "gdpo compare")
+    assert train_error == compare_error and "learning_rat" in train_error and "learning_rate" in train_error
+    assert not (tmp_path / "c").exists()  # refused before any run folder was made
+
+
+@pytest.mark.slow
+def test_train_starts_two_processes_itself(tmp_path):
+    """`gdpo train ... --num_processes 2`: no `accelerate launch` typed; both ranks train and one saves."""
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "gdpo_trl.cli.main", "train", "--config", RECIPE, "--num_processes", "2"]
+    flags = ["--model_name_or_path", "builtin:tiny", "--max_steps", "1", "--output_dir", str(out)]
+    result = subprocess.run([*command, *flags], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Training finished after 1 steps on 2 processes." in result.stdout
+    assert (out / "model.safetensors").is_file() and (out / "trainer_state.json").is_file()
