@@ -11,6 +11,7 @@ from typing import Any
 from trl import GRPOConfig
 
 from .advantages import SCALES
+from .config_checks import as_weights, check_ranges
 from .errors import InputError
 from .rewards.conditioned import check_condition_graph, parse_condition
 
@@ -134,6 +135,9 @@ class GDPOConfig(GRPOConfig):
                 f"num_generations={self.num_generations}: GRPO and GDPO compare completions within a group, so each "
                 "prompt needs at least 2 generations (8 or 16 is usual)."
             )
+        check_ranges(self)  # batch sizes, lengths, learning rate, sampling, steps: one line naming the field
+        self.reward_weights = as_weights(self.reward_weights, "reward_weights")
+        self.reward_weights_final = as_weights(self.reward_weights_final, "reward_weights_final")
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
         if self.bf16 is None and not self.fp16 and (self.use_cpu or not accelerator_available()):
             # TRL turns bf16 on by default, which transformers refuses on a CPU-only machine; follow the hardware.

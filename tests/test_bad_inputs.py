@@ -235,6 +235,12 @@ def assert_one_line_error(err: str, prog: str, words: list[str]) -> None:
     ("overrides", "flags", "setup", "words"), [r[1:] for r in TRAIN_ROWS], ids=[r[0] for r in TRAIN_ROWS]
 )
 def test_gdpo_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, setup, words):
+    check_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, setup, words)
+
+
+def check_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, setup, words) -> str:
+    """Run gdpo-train with one row's recipe and flags; assert exit 2, one error line with ``words``, and an
+    unchanged ``output_dir``. Returns the error output."""
     monkeypatch.delenv("GDPO_TRL_DEBUG", raising=False)
     out = tmp_path / "out"
     recipe = {**BASE_RECIPE, **fill(overrides or {}, tmp_path, out)}
@@ -257,6 +263,7 @@ def test_gdpo_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, set
     if not argparse_error:
         assert "gdpo-train: error: " in err
     assert (snapshot(out) if out.exists() else None) == before  # nothing written, nothing deleted
+    return err
 
 
 EVAL_ROWS = [

@@ -12,6 +12,7 @@ a reward of its own; GSM8K's rewards cost microseconds per completion, so this i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 from gdpo_trl.errors import InputError
@@ -59,11 +60,25 @@ def parse_condition(spec) -> tuple[str, float]:
     if isinstance(spec, str):
         return spec, 1.0
     if isinstance(spec, Mapping) and "on" in spec and set(spec) <= {"on", "threshold"}:
-        return str(spec["on"]), float(spec.get("threshold", 1.0))
+        return str(spec["on"]), parse_threshold(spec.get("threshold", 1.0), spec["on"])
     raise InputError(
         f"Bad reward condition {spec!r}: use a reward name ('correctness') or "
         "{'on': 'correctness', 'threshold': 1.0}."
     )
+
+
+def parse_threshold(value, on) -> float:
+    """A condition's threshold as a finite float; NaN (never met), an infinity or a non-number names the condition."""
+    try:
+        threshold = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        threshold = math.nan
+    if not math.isfinite(threshold):
+        raise InputError(
+            f"reward_conditions: the threshold of the condition on {on!r} is {value!r}; it must be a finite number "
+            "(a NaN or infinite threshold is never met, so the conditioned reward would always pay 0)."
+        )
+    return threshold
 
 
 def canonical_name(name: str) -> str:
