@@ -59,6 +59,8 @@ CONFIG_ROWS = [
     ("weights_word", {"reward_weights": [1, "heavy", 1]}, [], ["reward_weights[1]", "'heavy'"]),
     ("weights_scalar", {"reward_weights": 2}, [], ["reward_weights=2", "one number per reward"]),
     ("weights_final_nan", {"reward_weights_final": [1, math.nan, 1]}, [], ["reward_weights_final[1]", "nan"]),
+    ("config_without_value", {}, ["--config"], ["--config needs a recipe file"]),
+    ("config_followed_by_a_flag", {}, ["--config", "--max_steps", "2"], ["--config needs a recipe file"]),
 ]
 
 
