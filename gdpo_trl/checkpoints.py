@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 from gdpo_trl.errors import InputError
+from gdpo_trl.run_lock import hold_output_dir, releases_run_locks  # noqa: F401 - gdpo-train's run lock
 
 logger = logging.getLogger("gdpo_trl.checkpoints")
 

@@ -15,7 +15,7 @@ Run ``gdpo-train --help`` for every field. Input errors print one line and exit 
 
 from __future__ import annotations
 
-from gdpo_trl.checkpoints import prepare_run
+from gdpo_trl.checkpoints import hold_output_dir, prepare_run, releases_run_locks
 from gdpo_trl.cli.arguments import DATACLASSES, GDPOScriptArguments, build_reward_funcs, parse_args  # noqa: F401
 from gdpo_trl.cli.errors import cli_errors, input_stage
 from gdpo_trl.cli.offline import check_model_available_offline
@@ -25,6 +25,7 @@ from gdpo_trl.validation import check_prompt_lengths, check_recipe, check_recipe
 
 
 @cli_errors("gdpo-train")
+@releases_run_locks  # the output_dir lock taken below is given back when main ends, however it ends
 def main(argv: list[str] | None = None) -> None:
     """Parse, data, rewards, model, trainer, train, save: the whole of ``gdpo-train``."""
     import torch
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     # before any model loads.
     reward_funcs = build_reward_funcs(script_args)
     check_rewards(reward_funcs, training_args)
+    hold_output_dir(training_args)  # one run per output_dir: a second run into it is refused, naming this one
     checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
 
     # 3. Model and data. The main process goes first: it builds or caches them, and the other ranks read its files.
