@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gdpo_trl.data_checks import check_data  # noqa: F401 - gdpo-train calls it next to check_prompt_lengths
 from gdpo_trl.errors import InputError
 from gdpo_trl.output_checks import check_output_dir
 

@@ -21,7 +21,7 @@ from gdpo_trl.cli.errors import cli_errors, input_stage
 from gdpo_trl.cli.offline import check_model_available_offline
 from gdpo_trl.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
 from gdpo_trl.engines import check_fsdp_engaged, shutdown_distributed
-from gdpo_trl.validation import check_prompt_lengths, check_recipe, check_recipe_yaml, check_rewards
+from gdpo_trl.validation import check_data, check_prompt_lengths, check_recipe, check_recipe_yaml, check_rewards
 
 
 @cli_errors("gdpo-train")
@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     if tokenizer.pad_token is None:  # GRPO pads prompts and completions
         tokenizer.pad_token = tokenizer.eos_token
     check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
+    check_data(train_dataset, reward_funcs, training_args)  # each reward fits the rows; enough rows for one step
     # The trainer loads the model from its path (so ZeRO-3 can shard it while loading) with ModelConfig's dtype and
     # attention; `model_init_kwargs` set in the recipe win.
     training_args.model_init_kwargs = {
