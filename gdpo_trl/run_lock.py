@@ -1,7 +1,7 @@
 """One run per ``output_dir``: a lock the run holds for its whole life, which a crashed run cannot leave stuck.
 
 Two runs writing one folder interleave their checkpoints and the second one's ``--overwrite_output_dir`` deletes the
-first one's work while it trains. So a run takes an exclusive ``fcntl.flock`` on ``output_dir/.gdpo-train.lock``
+first one's work while it trains. So a run takes an exclusive ``fcntl.flock`` on ``output_dir/_gdpo-train.lock``
 (writing its pid, host and start time into it) before it looks at or clears the folder, and a second run is
 refused in one line naming the folder and the holder. The operating system drops the lock when the holding process
 dies, however it dies (``SIGKILL``, out of memory), so a crash never blocks the next run; the stale file left behind
@@ -23,7 +23,8 @@ from pathlib import Path
 
 from gdpo_trl.errors import InputError
 
-LOCK_NAME = ".gdpo-train.lock"
+# A leading underscore: transformers' Hub uploads of output_dir skip "_*" (the file holds a pid and a host name).
+LOCK_NAME = "_gdpo-train.lock"
 
 # Locks held by this process, by lock-file path: taking one twice reuses it (flock would refuse the second open).
 _HELD: dict[str, RunLock] = {}
