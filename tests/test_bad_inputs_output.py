@@ -237,3 +237,17 @@ def test_disk_room_is_measured_against_the_models_size(tmp_path, monkeypatch):
         check_free_space(str(tmp_path / "out"), str(model))
     monkeypatch.setattr(output_checks.shutil, "disk_usage", lambda path: SimpleNamespace(free=7_000_000))
     check_free_space(str(tmp_path / "out"), str(model))
+
+
+def test_a_finished_run_leaves_no_lock_file(tmp_path, capsys):
+    """End to end: one training step of the tiny model; the lock is gone from the saved run afterwards."""
+    import yaml
+
+    from gdpo_trl.cli.train import main as train_main
+    from tests.test_bad_inputs import BASE_RECIPE
+
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump(BASE_RECIPE))
+    train_main(["--config", str(config), "--output_dir", str(tmp_path / "out")])
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    assert not (tmp_path / "out" / LOCK_NAME).exists()
