@@ -26,8 +26,10 @@ Examples:
 
 Writes summary.json (metrics and settings) and completions.jsonl (every completion with its rewards) to
 --output_dir, by default <model or adapter folder>/eval-<dataset>-<split> for local weights, else
-eval-outputs/<model>-<dataset>-<split>. --task bfcl writes bfcl_summary.json and bfcl_completions.jsonl, only when
---output_dir is given; it needs bfcl-eval, installed without its pins: pip install --no-deps "bfcl-eval==2026.3.23".
+eval-outputs/<model>-<dataset>-<split>, plus every setting that is not its default (sampling, max_new_tokens,
+rewards, ...). A folder that already holds a result is refused unless --overwrite is given. --task bfcl writes
+bfcl_summary.json and bfcl_completions.jsonl, only when --output_dir is given; it needs bfcl-eval, installed without its
+pins: pip install --no-deps "bfcl-eval==2026.3.23".
 
 A mistake in the arguments or the data stops with one line `gdpo eval: error: ...` and exit status 2; add --debug
 (or set GDPO_TRL_DEBUG=1) to see its traceback too.
@@ -41,6 +43,7 @@ import sys
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.eval import BACKENDS, DEFAULT_REWARDS, DTYPES, evaluate, format_summary
 from gdpo_trl.eval.bfcl import CATEGORIES, evaluate_bfcl, format_report
+from gdpo_trl.eval.report import BFCL_RESULT_FILES, plan_output_dir, refuse_earlier_result, replacing_results
 from gdpo_trl.eval.scoring import TOOL_REWARDS
 
 TASKS = ("dataset", "bfcl")
@@ -139,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
     parser.add_argument("--output_dir", help="where to write summary.json and completions.jsonl")
     parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier result in --output_dir (refused without it)"
+    )
+    parser.add_argument(
         "--dtype",
         choices=DTYPES,
         default="auto",
@@ -159,9 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.categories is not None:
         parser.error("--categories only applies to --task bfcl")
-    options = {key: value for key, value in vars(args).items() if key not in ("task", "categories")}
+    options = {key: value for key, value in vars(args).items() if key not in ("task", "categories", "overwrite")}
+    options["output_dir"] = plan_output_dir(options, args.overwrite)  # names every setting; keeps earlier results
     # An EvaluationInputError (a mistake in the arguments, or an unreachable Hub) becomes one line via @cli_errors.
-    print(format_summary(evaluate(**options)))
+    with replacing_results(args.overwrite):
+        print(format_summary(evaluate(**options)))
     return 0
 
 
@@ -173,6 +181,8 @@ def evaluate_bfcl_from_args(parser: argparse.ArgumentParser, args: argparse.Name
         parser.error(f"{flags} only appl{'ies' if len(given) == 1 else 'y'} to --task dataset, not to --task bfcl")
     if args.limit is not None and args.limit < 1:
         parser.error(f"limit must be >= 1, got {args.limit}")
+    if args.output_dir is not None:
+        refuse_earlier_result(args.output_dir, args.overwrite, BFCL_RESULT_FILES)
     return evaluate_bfcl(
         args.model,
         categories=args.categories or list(CATEGORIES),

@@ -20,13 +20,7 @@ def parse_condition(spec) -> tuple[str, float]:
     if isinstance(spec, str):
         return spec, 1.0
     if isinstance(spec, Mapping) and "on" in spec and set(spec) <= {"on", "threshold"}:
-        threshold = spec.get("threshold", 1.0)
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold):
-            # A NaN threshold compares False with every score: the reward would be 0 for the whole run.
-            raise InputError(
-                f"Bad reward condition {spec!r}: threshold must be a finite number, e.g. 1.0 (got {threshold!r})."
-            )
-        return str(spec["on"]), float(threshold)
+        return str(spec["on"]), parse_threshold(spec.get("threshold", 1.0), spec["on"])
     raise InputError(
         f"Bad reward condition {spec!r}: use a reward name ('correctness') or "
         "{'on': 'correctness', 'threshold': 1.0}."
@@ -57,3 +51,17 @@ def check_condition_graph(conditions: Mapping | None, canonical: Callable[[str],
                 f"reward_conditions: {start!r} is conditioned {what} ({loop}); a condition must name another reward "
                 "that is not, in turn, conditioned on it."
             )
+
+
+def parse_threshold(value, on) -> float:
+    """A condition's threshold as a finite float; NaN (never met), an infinity or a non-number names the condition."""
+    try:
+        threshold = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        threshold = math.nan
+    if not math.isfinite(threshold):
+        raise InputError(
+            f"reward_conditions: the threshold of the condition on {on!r} is {value!r}; it must be a finite number "
+            "(a NaN or infinite threshold is never met, so the conditioned reward would always pay 0)."
+        )
+    return threshold

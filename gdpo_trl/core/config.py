@@ -12,6 +12,7 @@ from trl import GRPOConfig
 
 from gdpo_trl.core.advantages import SCALES
 from gdpo_trl.core.conditions import check_condition_graph, parse_condition
+from gdpo_trl.core.config_checks import as_weights, check_ranges
 from gdpo_trl.core.errors import InputError
 
 AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize")
@@ -134,6 +135,9 @@ class GDPOConfig(GRPOConfig):
                 f"num_generations={self.num_generations}: GRPO and GDPO compare completions within a group, so each "
                 "prompt needs at least 2 generations (8 or 16 is usual)."
             )
+        check_ranges(self)  # batch sizes, lengths, learning rate, sampling, steps: one line naming the field
+        self.reward_weights = as_weights(self.reward_weights, "reward_weights")
+        self.reward_weights_final = as_weights(self.reward_weights_final, "reward_weights_final")
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
         if self.bf16 is None and not self.fp16 and (self.use_cpu or not accelerator_available()):
             # TRL turns bf16 on by default, which transformers refuses on a CPU-only machine; follow the hardware.

@@ -66,19 +66,13 @@ def _cached_build(target: Path, build) -> Path:
 
 
 @contextlib.contextmanager
-def _build_lock(path: Path):
-    """Hold an exclusive lock on ``path`` (created if missing) for the ``with`` block."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no lock; the rename above still keeps the cache consistent
+def _build_lock(path: Path, report_every: float = 30.0):
+    """Hold an exclusive lock on ``path`` (created if missing) for the ``with`` block; while another process holds it,
+    say what this one waits for and, every ``report_every`` seconds, for how long (:mod:`gdpo_trl.demo.build_lock`)."""
+    from gdpo_trl.demo.build_lock import build_lock
+
+    with build_lock(path, report_every):
         yield
-        return
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # Set by torchrun/accelerate launchers; a child process that inherited them would try to join the parent's job.

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import json
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from gdpo_trl.data.sources import find_source
 from gdpo_trl.eval.loading import ModelSpec, _looks_like_path
-from gdpo_trl.eval.scoring import METRIC_NAMES
-from gdpo_trl.eval.settings import GenerationSettings
+from gdpo_trl.eval.scoring import METRIC_NAMES, default_rewards
+from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
 
 
 def _slug(text: str) -> str:
@@ -26,29 +30,120 @@ def _dataset_tag(dataset: str) -> str:
     return _slug(dataset.rpartition("/")[2])  # a Hub id: "openai/gsm8k" -> "gsm8k"
 
 
-def default_output_dir(spec: ModelSpec, dataset: str, split: str, settings: GenerationSettings, limit=None) -> Path:
+def default_output_dir(
+    spec: ModelSpec,
+    dataset: str,
+    split: str,
+    settings: GenerationSettings,
+    limit=None,
+    *,
+    rewards: Sequence[str] | None = None,
+    dataset_path: str | None = None,
+    dataset_seed: int | None = None,
+    system_prompt: str | None = None,
+    backend: str | None = None,
+    dtype: str | None = None,
+) -> Path:
     """``<model or adapter folder>/eval-<dataset>-<split>`` for local weights, else ``eval-outputs/<model>-...``.
 
-    Non-default settings (sampling, a limit) are added to the name so that such a run never overwrites the full
-    greedy evaluation.
+    Every setting that changes the result and is not its default is added to the name (sampling, the sampling seed,
+    ``max_new_tokens``, a limit, the rewards, the rows read, their seed, the system prompt, an explicit backend or
+    dtype), so that two different evaluations never share a folder. An evaluation with every default keeps the short
+    name.
     """
     tag = f"eval-{_dataset_tag(dataset)}-{_slug(split)}"
+    if dataset_path is not None:
+        tag += f"-{_slug(Path(dataset_path).stem or dataset_path)}"
+    if dataset_seed is not None:
+        tag += f"-data{dataset_seed}"
+    if system_prompt is not None:
+        tag += f"-sys{_digest(system_prompt)}"
     if not settings.greedy:
         tag += f"-t{settings.temperature:g}-p{settings.top_p:g}-n{settings.n}"
+        tag += f"-seed{settings.seed}" if settings.seed != GenerationSettings.seed else ""
+    if settings.max_new_tokens != GenerationSettings.max_new_tokens:
+        tag += f"-tok{settings.max_new_tokens}"
     if limit is not None:
         tag += f"-first{limit}"
+    if rewards is not None and tuple(rewards) != tuple(default_rewards(dataset)):
+        names = "+".join(_slug(name.rpartition(".")[2]) for name in rewards)
+        tag += f"-r-{names}" if len(names) <= 48 else f"-r{_digest(' '.join(rewards))}"
+    tag += "".join(f"-{value}" for value in (backend, dtype) if value not in (None, "auto"))
     if spec.local:
         return Path(spec.adapter or spec.base) / tag
     return Path("eval-outputs") / f"{_slug(spec.name)}-{tag.removeprefix('eval-')}"
 
 
-def write_outputs(output_dir: Path, summary: dict, rows: Sequence[dict]) -> None:
-    """Write ``summary.json`` and ``completions.jsonl`` (one row per problem) into ``output_dir``."""
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
+# What an evaluation writes; a folder holding any of them holds an earlier result.
+RESULT_FILES = ("summary.json", "completions.jsonl")
+BFCL_RESULT_FILES = ("bfcl_summary.json", "bfcl_completions.jsonl")
+_REPLACING: contextvars.ContextVar[bool] = contextvars.ContextVar("gdpo_eval_replacing", default=False)
+
+
+@contextlib.contextmanager
+def replacing_results(allowed: bool = True) -> Iterator[None]:
+    """Within the block, :func:`write_outputs` may replace an earlier result (``gdpo eval --overwrite``)."""
+    token = _REPLACING.set(allowed)
+    try:
+        yield
+    finally:
+        _REPLACING.reset(token)
+
+
+def refuse_earlier_result(
+    output_dir: str | Path, overwrite: bool = False, files: Sequence[str] = RESULT_FILES
+) -> None:
+    """Raise :class:`EvaluationInputError` when ``output_dir`` holds an earlier evaluation and ``overwrite`` is off."""
+    found = [name for name in files if (Path(output_dir) / name).exists()]
+    if found and not overwrite:
+        raise EvaluationInputError(
+            f"output_dir {str(output_dir)!r} already holds an evaluation ({', '.join(found)}), and an evaluation never "
+            "replaces an earlier result: choose another --output_dir, or pass --overwrite to replace it (Python: "
+            "inside gdpo_trl.eval.report.replacing_results())."
+        )
+
+
+def plan_output_dir(options: dict, overwrite: bool = False) -> Path:
+    """Where ``evaluate(**options)`` should write: ``options["output_dir"]``, else :func:`default_output_dir` with
+    every setting in ``options``; refused at once (before any model loads) when it holds an earlier result."""
+    from gdpo_trl.eval.loading import resolve_model_spec
+
+    keys = ("n", "temperature", "top_p", "max_new_tokens", "batch_size", "seed")
+    settings = GenerationSettings(**{key: options[key] for key in keys if key in options})
+    out = options.get("output_dir")
+    if out is None:
+        spec = resolve_model_spec(options["model"], options.get("adapter"))
+        dataset = options.get("dataset", "openai/gsm8k")
+        out = default_output_dir(
+            spec, dataset, options.get("split", "test"), settings, options.get("limit"),
+            rewards=options.get("rewards"), dataset_path=options.get("dataset_path"),
+            dataset_seed=options.get("dataset_seed"), system_prompt=options.get("system_prompt"),
+            backend=options.get("backend"), dtype=options.get("dtype"),
+        )  # fmt: skip
+    refuse_earlier_result(out, overwrite)
+    return Path(out)
+
+
+def write_outputs(output_dir: Path, summary: dict, rows: Sequence[dict], overwrite: bool | None = None) -> None:
+    """Write ``summary.json`` and ``completions.jsonl`` (one row per problem) into ``output_dir``.
+
+    An earlier result there is refused unless ``overwrite`` (default: inside :func:`replacing_results`). Each file is
+    written beside its final name and renamed into place, so an interrupted write never leaves half a result.
+    """
+    refuse_earlier_result(output_dir, _REPLACING.get() if overwrite is None else overwrite)
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    with open(output_dir / "completions.jsonl", "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    texts = {
+        "summary.json": json.dumps(summary, indent=2) + "\n",
+        "completions.jsonl": "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+    }
+    for name, text in texts.items():
+        partial = output_dir / f".{name}.partial"
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, output_dir / name)
 
 
 def format_summary(summary: dict) -> str:

@@ -21,7 +21,9 @@ from gdpo_trl.data.sources import is_generated, load_source
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.recipe.checkpoints import prepare_run
 from gdpo_trl.recipe.checks import check_prompt_lengths, check_recipe, check_rewards
+from gdpo_trl.recipe.data_checks import check_data
 from gdpo_trl.recipe.offline import check_model_available_offline
+from gdpo_trl.recipe.run_lock import hold_output_dir, releases_run_locks
 
 
 @dataclass
@@ -51,6 +53,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     set_seed(training_args.seed)
     reward_funcs = build_reward_funcs(script_args) if reward_funcs is None else reward_funcs
     check_rewards(reward_funcs, training_args)
+    hold_output_dir(training_args)  # one run per output_dir: a second run into it is refused, naming this one
     checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
 
     # 2. Model and data. The main process goes first: it builds or caches them, and the other ranks read its files.
@@ -67,6 +70,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     if tokenizer.pad_token is None:  # GRPO pads prompts and completions
         tokenizer.pad_token = tokenizer.eos_token
     check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
+    check_data(train_dataset, reward_funcs, training_args)  # each reward fits the rows; enough rows for one step
     # The trainer loads the model from its path (so ZeRO-3 can shard it while loading) with ModelConfig's dtype and
     # attention; `model_init_kwargs` set in the recipe win.
     training_args.model_init_kwargs = {
@@ -89,6 +93,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     return BuiltRun(trainer, checkpoint)
 
 
+@releases_run_locks  # the output_dir lock build_trainer takes is given back when the run ends, however it ends
 def train_run(
     script_args, training_args, model_args, reward_funcs: list | None = None, on_built=None, save_model: bool = True
 ):

@@ -178,7 +178,10 @@ def prepare_output_dir(output_dir: str, resume_from_checkpoint, overwrite: bool,
     """
     folder = Path(output_dir)
     found = earlier_run(folder)
-    if not found or wants_resume(resume_from_checkpoint):
+    if not found:
+        return
+    if wants_resume(resume_from_checkpoint):
+        check_resume_target(folder, found, resume_from_checkpoint, overwrite)
         return
     if not overwrite:
         shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
@@ -193,6 +196,25 @@ def prepare_output_dir(output_dir: str, resume_from_checkpoint, overwrite: bool,
         path = folder / name
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     logger.warning("overwrite_output_dir: deleted the earlier run in %s (%s).", folder, ", ".join(found))
+
+
+def check_resume_target(folder: Path, found: list[str], resume_from_checkpoint, overwrite: bool) -> None:
+    """Resuming into ``folder``, which holds a run (``found``): refuse ``overwrite`` (it would delete what the resume
+    reads) and a checkpoint from elsewhere (training it on would write over this folder's run)."""
+    if overwrite:
+        raise InputError(
+            f"--overwrite_output_dir true and --resume_from_checkpoint contradict each other: overwriting would "
+            f"delete the run in {str(folder)!r} ({', '.join(found[:4])}) that the resume reads. Drop one of the two."
+        )
+    if str(resume_from_checkpoint).strip().lower() in RESUME_LAST or resume_from_checkpoint is True:
+        return
+    checkpoint = Path(str(resume_from_checkpoint)).expanduser().resolve()
+    if folder.resolve() not in checkpoint.parents:
+        raise InputError(
+            f"output_dir {str(folder)!r} already holds another run ({', '.join(found[:4])}); resuming "
+            f"{str(resume_from_checkpoint)!r}, which is not one of its checkpoints, would write over it. Use that "
+            f"checkpoint's own run folder as --output_dir ({str(checkpoint.parent)!r}), or an empty one."
+        )
 
 
 def resolve_resume_checkpoint(

@@ -9,15 +9,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.recipe.output_checks import check_output_dir
 
 # Config keys where a model stores how many positions it has, most common first.
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
 
 
 def check_recipe_yaml(argv: list[str]) -> None:
-    """A ``--config`` YAML that does not parse fails naming the file, line and column (PyYAML names neither file)."""
-    if "--config" not in argv or argv.index("--config") + 1 >= len(argv):
+    """A ``--config`` YAML that does not parse fails naming the file, line and column (PyYAML names neither file).
+
+    ``--config`` with no value (last, or followed by another flag) is an error too: TrlParser would fail with an
+    ``IndexError`` traceback, or read the next flag as the file name.
+    """
+    if "--config" not in argv:
         return
+    if argv.index("--config") + 1 >= len(argv) or argv[argv.index("--config") + 1].startswith("--"):
+        raise InputError("--config needs a recipe file: gdpo train --config recipes/cpu/gdpo/config.yaml")
     import yaml
 
     path = Path(argv[argv.index("--config") + 1])
@@ -56,6 +63,7 @@ def check_recipe(script_args, training_args, model_args) -> None:
                 f"{name} has {len(weights)} weights for {num_rewards} reward functions {script_args.reward_funcs}: "
                 "give one per reward, in the same order."
             )
+    check_output_dir(script_args, training_args, model_args)  # writable, room on disk, overwrite keeps inputs
 
 
 def check_model_source(name: str | None) -> None:

@@ -131,9 +131,15 @@ class CheckedReward:
         self.__name__ = get_callable_name(func)
         self.warned_empty = False
 
-    def _raise(self, error: Exception):
+    def _raise(self, error: BaseException):
         if isinstance(error, (RewardTimeoutError, RewardOutputError)):
             raise error
+        if isinstance(error, SystemExit):
+            # sys.exit() inside a reward would end training with its exit status (0: "success") and no message.
+            raise RewardFunctionError(
+                f"Reward function '{self.__name__}' called sys.exit({error.code!r}) (raised SystemExit); a reward "
+                "must return one value per completion: raise an exception instead to stop training."
+            ) from error
         raise RewardFunctionError(
             f"Reward function '{self.__name__}' raised {type(error).__name__}: {error}"
         ) from error
@@ -154,7 +160,7 @@ class CheckedReward:
     def __call__(self, **kwargs):
         try:
             output = call_with_timeout(self.func, kwargs, self.timeout, self.__name__)
-        except Exception as error:  # noqa: BLE001 - re-raised with the function's name
+        except (Exception, SystemExit) as error:  # noqa: BLE001 - re-raised with the function's name
             self._raise(error)
         return self._check(output, kwargs)
 
@@ -162,15 +168,21 @@ class CheckedReward:
 class CheckedAsyncReward(CheckedReward):
     """``CheckedReward`` for ``async`` reward functions (TRL runs these concurrently)."""
 
+    async def _call(self, kwargs: dict):
+        try:
+            return await self.func(**kwargs)
+        except SystemExit as error:  # inside the task: a SystemExit leaving a task stops the whole event loop
+            self._raise(error)
+
     async def __call__(self, **kwargs):
         try:
             if self.timeout:
-                output = await asyncio.wait_for(self.func(**kwargs), self.timeout)
+                output = await asyncio.wait_for(self._call(kwargs), self.timeout)
             else:
-                output = await self.func(**kwargs)
+                output = await self._call(kwargs)
         except (asyncio.TimeoutError, TimeoutError):
             raise timeout_error(self.__name__, self.timeout) from None
-        except Exception as error:  # noqa: BLE001
+        except (Exception, SystemExit) as error:  # noqa: BLE001
             self._raise(error)
         return self._check(output, kwargs)
 

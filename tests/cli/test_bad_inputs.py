@@ -7,15 +7,11 @@ model is built; the data and prompt-length rows resolve ``builtin:tiny`` (built 
 """
 
 import asyncio
-import json
 import threading
 import warnings
-from pathlib import Path
 
 import pytest
-import torch
 import yaml
-from safetensors.torch import save_file
 
 from gdpo_trl.cli.evaluate import main as eval_main
 from gdpo_trl.cli.train import main as train_main
@@ -34,72 +30,18 @@ from gdpo_trl.trainer.reward_checks import (
     check_reward_funcs,
     check_reward_output,
 )
-from tests.helpers.checkpoints import make_checkpoint
-
-BASE_RECIPE = {
-    "model_name_or_path": "builtin:tiny",
-    "dataset_name": "sample",
-    "reward_funcs": ["format", "correctness", "integer"],
-    "num_generations": 2,
-    "per_device_train_batch_size": 2,
-    "max_completion_length": 8,
-    "max_steps": 1,
-    "use_cpu": True,
-    "bf16": False,
-    "report_to": "none",
-    "save_strategy": "no",
-}
-GOOD_ROW = {"question": "What is 6 times 7?", "answer": "6 * 7 = 42\n#### 42"}
-
+from tests.helpers.bad_inputs import (
+    BASE_RECIPE,
+    CALL,
+    assert_one_line_error,
+    check_train_rejects,
+    data_file,
+    earlier_run,
+    run_cli,
+    snapshot,
+)
 
 # --- files a row needs ------------------------------------------------------------------------------------------
-
-
-def write_jsonl(path: Path, rows: list) -> str:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return str(path)
-
-
-def data_file(kind: str, tmp: Path) -> str:
-    """A GSM8K-shaped data file with one kind of fault."""
-    if kind == "empty":
-        (tmp / "empty.jsonl").write_text("")
-        return str(tmp / "empty.jsonl")
-    if kind == "malformed":
-        (tmp / "bad.jsonl").write_text(json.dumps(GOOD_ROW) + '\n{"question": "q", "answer": \n')
-        return str(tmp / "bad.jsonl")
-    if kind == "csv":
-        (tmp / "data.csv").write_text("question,answer\nq,#### 1\n")
-        return str(tmp / "data.csv")
-    answers = {"null": None, "number": 72, "words": "#### seventy-two", "units": "#### 5 dollars", "exp": "#### 1e3"}
-    if kind in answers:
-        return write_jsonl(tmp / f"{kind}.jsonl", [GOOD_ROW, {"question": "q?", "answer": answers[kind]}])
-    if kind == "no_answer":
-        return write_jsonl(tmp / "no_answer.jsonl", [{"question": "q?"}])
-    if kind == "long_prompt":
-        return write_jsonl(tmp / "long.jsonl", [GOOD_ROW, {**GOOD_ROW, "question": "x" * 20_000}, GOOD_ROW])
-    raise AssertionError(kind)
-
-
-def earlier_run(out: Path, kind: str) -> None:
-    """Fill ``out`` with what an earlier (or broken) run left there."""
-    if kind == "checkpoints":
-        make_checkpoint(out, 2)
-        make_checkpoint(out, 4)
-    elif kind == "model":
-        out.mkdir(parents=True)
-        save_file({"w": torch.zeros(4)}, str(out / "model.safetensors"))
-    elif kind == "broken":
-        (out / "checkpoint-2").mkdir(parents=True)
-        make_checkpoint(out, 4, skip=("trainer_state.json",))
-    elif kind == "no_optimizer":
-        make_checkpoint(out, 4, skip=("optimizer.pt",))
-    else:
-        raise AssertionError(kind)
-
-
-def snapshot(folder: Path) -> dict:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 # --- gdpo train and gdpo eval rows -------------------------------------------------------------------------------
@@ -191,57 +133,11 @@ TRAIN_ROWS = [
 ]
 
 
-def fill(value, tmp: Path, out: Path):
-    if isinstance(value, str):
-        return value.replace("{tmp}", str(tmp)).replace("{out}", str(out))
-    if isinstance(value, dict):
-        return {k: fill(v, tmp, out) for k, v in value.items()}
-    if isinstance(value, list):
-        return [fill(v, tmp, out) for v in value]
-    return value
-
-
-def run_cli(main, argv: list[str], capsys) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    return exit_info.value.code, capsys.readouterr().err
-
-
-def assert_one_line_error(err: str, prog: str, words: list[str]) -> None:
-    lines = [line for line in err.splitlines() if line.strip()]
-    errors = [line for line in lines if "error:" in line]
-    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
-    line = errors[0]
-    for word in words:
-        assert word in line, f"{word!r} not in {line!r}"
-
-
 @pytest.mark.parametrize(
     ("overrides", "flags", "setup", "words"), [r[1:] for r in TRAIN_ROWS], ids=[r[0] for r in TRAIN_ROWS]
 )
 def test_gdpo_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, setup, words):
-    monkeypatch.delenv("GDPO_TRL_DEBUG", raising=False)
-    out = tmp_path / "out"
-    recipe = {**BASE_RECIPE, **fill(overrides or {}, tmp_path, out)}
-    recipe = {k: v for k, v in recipe.items() if v is not None}
-    if setup and setup.startswith("data:"):
-        recipe["dataset_name"] = data_file(setup[5:], tmp_path)
-    if setup and setup.startswith("run:"):
-        earlier_run(out, setup[4:])
-    config = tmp_path / "recipe.yaml"
-    config.write_text(setup[4:] if setup and setup.startswith("raw:") else yaml.safe_dump(recipe))
-    before = snapshot(out) if out.exists() else None
-
-    flags = fill(flags, tmp_path, out)
-    argv = ([] if "--config" in flags else ["--config", str(config)]) + ["--output_dir", str(out), *flags]
-    code, err = run_cli(train_main, argv, capsys)
-
-    assert code == 2
-    argparse_error = err.lstrip().startswith("usage:")  # a flag value argparse rejects itself (choices)
-    assert_one_line_error(err, "gdpo train", words)
-    if not argparse_error:
-        assert "gdpo train: error: " in err
-    assert (snapshot(out) if out.exists() else None) == before  # nothing written, nothing deleted
+    check_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, setup, words)
 
 
 EVAL_ROWS = [
@@ -308,8 +204,6 @@ def failing_reward(completions, **kwargs):
 def flexible_reward(completions, scale: float = 1.0, **kwargs):
     return [scale] * len(completions)
 
-
-CALL = {"prompts": ["p"] * 2, "completions": ["a", "b"]}
 
 API_ROWS = [
     ("config_weights_zero", lambda t: config(t, reward_weights=[0.0, 0.0]), InputError, ["all zero"]),

@@ -1,0 +1,121 @@
+"""Range and type checks of ``GDPOConfig``'s own fields, run before TRL's and transformers' ``__post_init__``.
+
+Why before: the libraries accept most of these values and fail much later (a list as ``learning_rate`` in the
+optimizer, after the model is loaded), fail with a message that names no field, or quietly do something else:
+``max_steps: 0`` or ``-5`` falls back to training by epochs, ``temperature: 0`` divides the logits by zero,
+``top_k: -1`` (vLLM's "off") makes transformers' sampler raise at the first generation, a zero batch size trains
+nothing. Each check raises :class:`~gdpo_trl.core.errors.InputError` in one line naming the field and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+
+from gdpo_trl.core.errors import InputError
+
+# Integer fields that must be at least 1, with what they count (for the message).
+POSITIVE_INTS = {
+    "per_device_train_batch_size": "completions per device per step",
+    "gradient_accumulation_steps": "micro-batches per optimizer step",
+    "max_completion_length": "tokens per completion",
+    "num_iterations": "optimization passes per generated batch",
+    "steps_per_generation": "steps per generation (or leave it unset)",
+    "generation_batch_size": "completions per generation (or leave it unset)",
+}
+# Fields that may be None (unset) instead of a number.
+OPTIONAL = {"max_completion_length", "steps_per_generation", "generation_batch_size", "top_k"}
+
+
+def is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_not_a_list(config) -> None:
+    """A list or mapping in a field whose default is a number (YAML ``learning_rate: [1, 2]``) names the field.
+
+    TrlParser passes YAML values through unconverted when they are not strings, so such a value would otherwise
+    reach the optimizer or the scheduler and fail there with a ``TypeError`` naming no field.
+    """
+    for f in dataclasses.fields(config):
+        if not is_number(f.default):
+            continue
+        value = getattr(config, f.name, None)
+        if isinstance(value, (list, tuple, dict, set)):
+            raise InputError(f"{f.name}={value!r}: must be a single number, not a {type(value).__name__}.")
+
+
+def _int_field(config, name: str, what: str) -> None:
+    value = getattr(config, name, None)
+    if value is None and name in OPTIONAL:
+        return
+    if not (isinstance(value, int) and not isinstance(value, bool)) or value < 1:
+        raise InputError(f"{name}={value!r}: must be a whole number of at least 1 ({what}).")
+
+
+def _float_field(config, name: str, ok, rule: str) -> None:
+    value = getattr(config, name, None)
+    if not is_number(value) or not ok(value):
+        raise InputError(f"{name}={value!r}: {rule}.")
+
+
+def check_ranges(config) -> None:
+    """Every numeric field of ``GRPOConfig``/``TrainingArguments`` that a GDPO run reads, in its valid range."""
+    check_not_a_list(config)
+    for name, what in POSITIVE_INTS.items():
+        _int_field(config, name, what)
+    _float_field(
+        config, "learning_rate", lambda v: math.isfinite(v) and v >= 0, "must be a finite number >= 0 (e.g. 1e-6)"
+    )
+    _float_field(
+        config,
+        "temperature",
+        lambda v: math.isfinite(v) and v > 0,
+        "must be a finite number > 0: the trainer divides the logits by it (1.0 samples from the model as it is)",
+    )
+    _float_field(config, "top_p", lambda v: 0 < v <= 1, "must be in (0, 1]; 1.0 turns nucleus sampling off")
+    top_k = getattr(config, "top_k", 0)
+    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 0):
+        raise InputError(
+            f"top_k={top_k!r}: must be a whole number >= 0; 0 turns top-k filtering off (TRL's convention: vLLM's "
+            "-1 makes transformers' sampler fail at the first generation)."
+        )
+    check_steps(config)
+
+
+def check_steps(config) -> None:
+    """``max_steps`` is -1 (train ``num_train_epochs`` epochs) or at least 1; the epochs then are more than 0."""
+    max_steps = getattr(config, "max_steps", -1)
+    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps == 0 or max_steps < -1:
+        raise InputError(
+            f"max_steps={max_steps!r}: give the number of optimizer steps (at least 1), or -1 to train "
+            "num_train_epochs epochs instead (transformers silently trains by epochs for any negative value, and "
+            "trains no step for 0)."
+        )
+    epochs = getattr(config, "num_train_epochs", 1.0)
+    if max_steps == -1 and (not is_number(epochs) or not (math.isfinite(epochs) and epochs > 0)):
+        raise InputError(
+            f"num_train_epochs={epochs!r} with max_steps=-1: the run would train 0 steps; give epochs > 0 "
+            "(e.g. 1), or a number of steps with max_steps."
+        )
+
+
+def as_weights(weights, name: str) -> list[float] | None:
+    """``reward_weights``-like values as floats: numeric strings (YAML reads ``1e-1`` as a string) are converted;
+    anything else that is not a number is an error naming the index."""
+    if weights is None:
+        return None
+    if not isinstance(weights, (list, tuple)):
+        raise InputError(f"{name}={weights!r}: must be a list with one number per reward function.")
+    out = []
+    for i, w in enumerate(weights):
+        if isinstance(w, str):
+            try:
+                w = float(w)
+            except ValueError:
+                raise InputError(f"{name}[{i}] is {w!r}: weights must be numbers.") from None
+        if not is_number(w):
+            raise InputError(f"{name}[{i}] is {w!r}: weights must be numbers.")
+        out.append(float(w))
+    return out

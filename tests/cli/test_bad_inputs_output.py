@@ -1,0 +1,254 @@
+"""Nothing a user makes is lost: the output folder's lock, resume and overwrite guards, and an unusable destination.
+
+Each refusal is checked as ``gdpo train`` reports it (exit status 2, one ``gdpo train: error:`` line naming the
+culprit, no traceback) and leaves ``output_dir`` and any earlier run in it byte for byte as it was
+(:func:`tests.helpers.bad_inputs.check_train_rejects`). The lock is held by real processes: one that keeps it, one
+killed with SIGKILL, and one whose forked child outlives it.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import gdpo_trl.recipe.output_checks as output_checks
+from gdpo_trl.core.errors import InputError
+from gdpo_trl.recipe.output_checks import check_free_space, check_overwrite_keeps_inputs
+from gdpo_trl.recipe.run_lock import LOCK_NAME, hold_output_dir, lock_output_dir, releases_run_locks
+from tests.helpers.bad_inputs import check_train_rejects, earlier_run, snapshot
+from tests.helpers.checkpoints import make_checkpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def python(code: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, text=True, **kwargs)
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """A process holding the lock on ``tmp_path/out``, as a training run would; yields it, kills it after."""
+    process = python(
+        f"""
+        import time
+        from gdpo_trl.recipe.run_lock import lock_output_dir
+        lock_output_dir({str(tmp_path / "out")!r})
+        print("locked", flush=True)
+        time.sleep(120)
+        """,
+        stdout=subprocess.PIPE,
+    )
+    assert process.stdout.readline().strip() == "locked"
+    yield process
+    process.kill()
+    process.wait()
+
+
+# --- one run per output_dir ------------------------------------------------------------------------------------------
+
+
+def test_second_run_into_a_locked_output_dir_is_refused_naming_the_holder(tmp_path, capsys, monkeypatch, holder):
+    err = check_train_rejects(tmp_path, capsys, monkeypatch, {}, [], None, ["in use by another gdpo train run"])
+    line = err.strip().splitlines()[-1]
+    assert str(tmp_path / "out") in line and f"pid {holder.pid}" in line
+
+
+def test_a_killed_run_leaves_no_stuck_lock(tmp_path, holder):
+    with pytest.raises(InputError, match=f"pid {holder.pid}"):
+        lock_output_dir(tmp_path / "out")
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert (tmp_path / "out" / LOCK_NAME).is_file()  # the stale file stays; the OS dropped the lock itself
+    with lock_output_dir(tmp_path / "out") as lock:
+        assert f"pid={os.getpid()}" in lock.path.read_text()
+    assert list((tmp_path / "out").iterdir()) == []  # released: the stale file is gone too
+
+
+def test_a_forked_child_does_not_keep_a_dead_runs_lock(tmp_path):
+    """A data-loader worker forked by a run that is then killed must not keep the folder locked."""
+    out = tmp_path / "out"
+    parent = python(
+        f"""
+        import os, time
+        from gdpo_trl.recipe.run_lock import lock_output_dir
+        lock_output_dir({str(out)!r})
+        child = os.fork()
+        if child == 0:
+            time.sleep(120)  # the child outlives its parent
+            os._exit(0)
+        print(child, flush=True)
+        os._exit(1)  # dies without releasing, as if killed
+        """,
+        stdout=subprocess.PIPE,
+    )
+    child = int(parent.stdout.readline())
+    parent.wait()
+    try:
+        os.kill(child, 0)  # still alive, holding a copy of the parent's descriptors
+        lock_output_dir(out).release()
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+def test_only_the_process_that_writes_takes_the_lock(tmp_path):
+    args = SimpleNamespace(output_dir=str(tmp_path / "a"), process_index=1, local_process_index=1)
+    assert hold_output_dir(args) is None and not (tmp_path / "a").exists()
+    per_node = SimpleNamespace(
+        output_dir=str(tmp_path / "b"), process_index=3, local_process_index=0, save_on_each_node=True
+    )
+
+    @releases_run_locks
+    def main():
+        lock = hold_output_dir(per_node)
+        assert lock is not None and (tmp_path / "b" / LOCK_NAME).is_file()
+        assert hold_output_dir(per_node) is lock  # taken twice in one process: the same lock
+
+    main()
+    assert not (tmp_path / "b").exists()  # released when main returned
+
+
+def test_lock_is_released_when_main_fails_and_an_earlier_run_is_untouched(tmp_path):
+    earlier_run(tmp_path / "out", "checkpoints")
+    before = snapshot(tmp_path / "out")
+
+    @releases_run_locks
+    def main():
+        hold_output_dir(SimpleNamespace(output_dir=str(tmp_path / "out"), process_index=0))
+        raise InputError("bad data")
+
+    with pytest.raises(InputError):
+        main()
+    assert snapshot(tmp_path / "out") == before
+    lock_output_dir(tmp_path / "out").release()  # free again
+
+
+# --- resume and overwrite ----------------------------------------------------------------------------------------------
+
+
+def test_resume_from_elsewhere_into_a_folder_holding_another_run_is_refused(tmp_path, capsys, monkeypatch):
+    earlier_run(tmp_path / "out", "model")  # a finished run
+    other = make_checkpoint(tmp_path / "other", 2)
+    words = ["already holds another run", "model.safetensors", str(other), str(tmp_path / "other")]
+    check_train_rejects(tmp_path, capsys, monkeypatch, {}, ["--resume_from_checkpoint", str(other)], None, words)
+
+
+def test_overwrite_and_resume_together_are_refused(tmp_path, capsys, monkeypatch):
+    earlier_run(tmp_path / "out", "checkpoints")
+    flags = ["--resume_from_checkpoint", "true", "--overwrite_output_dir", "true"]
+    check_train_rejects(tmp_path, capsys, monkeypatch, {}, flags, None, ["contradict", "checkpoint-4", "Drop one"])
+
+
+@pytest.mark.parametrize("where", ["{out}", "{out}/checkpoint-4"])
+def test_overwrite_never_deletes_the_model_it_trains(tmp_path, capsys, monkeypatch, where):
+    out = tmp_path / "out"
+    earlier_run(out, "checkpoints")
+    (out / "config.json").write_text("{}")  # the final model of that run
+    model = where.replace("{out}", str(out))
+    flags = ["--overwrite_output_dir", "true"]
+    words = ["--overwrite_output_dir true would delete", f"model_name_or_path {model!r}"]
+    check_train_rejects(tmp_path, capsys, monkeypatch, {"model_name_or_path": model}, flags, None, words)
+
+
+def test_overwrite_never_deletes_the_data_it_reads(tmp_path):
+    out = tmp_path / "out"
+    checkpoint = make_checkpoint(out, 4)
+    (checkpoint / "rows.jsonl").write_text("{}\n")
+    inputs = {"dataset_path": str(checkpoint / "rows.jsonl"), "model_name_or_path": "builtin:tiny"}
+    with pytest.raises(InputError, match="dataset_path"):
+        check_overwrite_keeps_inputs(str(out), True, None, inputs)
+    (out / "notes.jsonl").write_text("{}\n")  # beside the run, not deleted by an overwrite: fine
+    check_overwrite_keeps_inputs(str(out), True, None, {"dataset_name": str(out / "notes.jsonl")})
+
+
+# --- a destination that cannot take the run -----------------------------------------------------------------------------
+
+
+def test_output_dir_that_is_a_file(tmp_path, capsys, monkeypatch):
+    (tmp_path / "out").write_text("my notes")
+    check_train_rejects(tmp_path, capsys, monkeypatch, {}, [], None, ["'" + str(tmp_path / "out"), "is a file"])
+    assert (tmp_path / "out").read_text() == "my notes"
+
+
+def test_output_dir_under_a_file(tmp_path, capsys, monkeypatch):
+    (tmp_path / "notes").write_text("x")
+    flags = ["--output_dir", str(tmp_path / "notes" / "run")]
+    check_train_rejects(tmp_path, capsys, monkeypatch, {}, flags, None, ["cannot be created", "is a file"])
+
+
+def test_read_only_output_dir(tmp_path, capsys, monkeypatch):
+    (tmp_path / "out").mkdir()
+    monkeypatch.setattr(output_checks, "can_write", lambda folder: False)
+    check_train_rejects(tmp_path, capsys, monkeypatch, {}, [], None, ["is not writable", "permissions"])
+
+
+def test_read_only_folder_is_found_for_real():
+    """As an unprivileged user (root writes anywhere), a real read-only folder fails the real probe."""
+    base = Path(tempfile.mkdtemp(prefix="gdpo-readonly-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        (base / "locked").mkdir()
+        (base / "locked").chmod(0o555)
+        (base / "open").mkdir()
+        (base / "open").chmod(0o777)
+        child = python(
+            f"""
+            import os
+            from gdpo_trl.recipe.output_checks import check_output_dir_writable  # imported before giving up root
+            os.setgid(65534); os.setuid(65534)
+            for target in ("locked", "locked/new/run", "open/run"):
+                try:
+                    check_output_dir_writable(os.path.join({str(base)!r}, target))
+                    print("accepted", target)
+                except ValueError as error:
+                    print("refused", error)
+            """,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = child.communicate(timeout=120)
+        if child.returncode != 0 and "Operation not permitted" in err:
+            pytest.skip("cannot switch to an unprivileged user here")
+        assert child.returncode == 0, err
+        assert out.count("refused") == 2 and "accepted open/run" in out, out
+        assert "is not writable" in out and "would be created in" in out, out
+        assert sorted(p.name for p in base.rglob("*")) == ["locked", "open"]  # the probes left nothing
+    finally:
+        shutil.rmtree(base)
+
+
+def test_disk_without_room_is_found_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(output_checks.shutil, "disk_usage", lambda path: SimpleNamespace(free=10_000_000))
+    check_train_rejects(tmp_path, capsys, monkeypatch, {}, [], None, ["10.0 MB free", "67.1 MB", "free some space"])
+
+
+def test_disk_room_is_measured_against_the_models_size(tmp_path, monkeypatch):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"\0" * 3_000_000)
+    monkeypatch.setattr(output_checks.shutil, "disk_usage", lambda path: SimpleNamespace(free=5_000_000))
+    with pytest.raises(InputError, match=r"less than the 6.0 MB .*2 x the model's 3.0 MB"):
+        check_free_space(str(tmp_path / "out"), str(model))
+    monkeypatch.setattr(output_checks.shutil, "disk_usage", lambda path: SimpleNamespace(free=7_000_000))
+    check_free_space(str(tmp_path / "out"), str(model))
+
+
+def test_a_finished_run_leaves_no_lock_file(tmp_path, capsys):
+    """End to end: one training step of the tiny model; the lock is gone from the saved run afterwards."""
+    import yaml
+
+    from gdpo_trl.cli.train import main as train_main
+    from tests.helpers.bad_inputs import BASE_RECIPE
+
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump(BASE_RECIPE))
+    train_main(["--config", str(config), "--output_dir", str(tmp_path / "out")])
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    assert not (tmp_path / "out" / LOCK_NAME).exists()
