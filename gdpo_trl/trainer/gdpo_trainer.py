@@ -108,8 +108,7 @@ class GDPOTrainer(GRPOTrainer):
         )
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
         self._process_slots = process_slots
-        self._gathered_rewards = None
-        self._completion_ids = None
+        self._scored_batch = None  # handed from _calculate_rewards to _generate_and_score_completions (one call)
         self._weight_schedule = None
         if args.reward_weights_final is not None:
             check_weight_schedule(args.reward_weights, args.reward_weights_final, len(self.reward_funcs))
@@ -162,21 +161,31 @@ class GDPOTrainer(GRPOTrainer):
         return grpo_advantages(rewards, weights, num_generations, scale=self.scale_rewards)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        # Keep the gathered [N_global, K] matrix for compute_advantages (TRL only keeps it inside its long method).
+        # TRL keeps the gathered [N_global, K] matrix inside its long method; hand it, with this process's unpadded
+        # completion ids (where process rewards' steps land), to the _generate_and_score_completions call running it.
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._gathered_rewards = rewards
-        self._completion_ids = completion_ids_list  # this process's, unpadded: where process rewards' steps land
+        self._scored_batch = (rewards, completion_ids_list)
         return rewards
+
+    def _take_scored_batch(self) -> tuple[torch.Tensor, list]:
+        """The rewards and completion ids of this call's batch, cleared so that a stale batch is never used twice."""
+        if self._scored_batch is None:
+            raise RuntimeError(
+                "GDPOTrainer: TRL's _generate_and_score_completions did not call _calculate_rewards; the TRL internals "
+                "this trainer relies on have changed (see the module docstring)."
+            )
+        batch, self._scored_batch = self._scored_batch, None
+        return batch
 
     def _generate_and_score_completions(self, inputs):
         mode = "train" if self.model.training else "eval"
         if self._weight_schedule is not None and mode == "train":
             self._step_reward_weights()
         output = super()._generate_and_score_completions(inputs)
-        rewards, self._gathered_rewards = self._gathered_rewards, None
+        rewards, completion_ids = self._take_scored_batch()
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         if self._process_slots:
-            self._token_advantages(output, rewards, num_generations, mode)
+            self._token_advantages(output, rewards, completion_ids, num_generations, mode)
             return output
 
         advantages = self.compute_advantages(rewards, num_generations)
@@ -192,7 +201,7 @@ class GDPOTrainer(GRPOTrainer):
         self._log_reward_diagnostics(rewards, advantages, num_generations, mode)
         return output
 
-    def _token_advantages(self, output: dict, outcomes: torch.Tensor, num_generations: int, mode: str) -> None:
+    def _token_advantages(self, output: dict, outcomes: torch.Tensor, ids: list, num_generations: int, mode: str):
         """Process mode: set ``output["advantages"]`` to this process's ``[N_local, T_local]`` token advantages.
 
         Each process maps its own completions' steps to tokens; the ``[N_local, K_p, T_local]`` step tensors are
@@ -202,7 +211,6 @@ class GDPOTrainer(GRPOTrainer):
         if "tool_mask" in output:
             raise ValueError("Process rewards cannot be used with tool or environment masks (rollout_func env_mask).")
         # TRL saw each process reward as its mean step score; the table shows each completion's mean advantage.
-        ids, self._completion_ids = self._completion_ids, None
         width, device = output["completion_ids"].shape[1], outcomes.device
         columns, slots = zip(*self._process_slots, strict=True)
         local, totals = local_step_rewards(slots, ids, width, self.processing_class)
