@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -265,15 +266,15 @@ def _build_tiny(path: Path, architecture: str, seed: int) -> None:
 def resolve_model(name_or_path: str) -> str:
     """Return a loadable path for ``name_or_path``.
 
-    ``builtin:tiny`` (or ``builtin:mini``, ``builtin:small``, ``builtin:base``; optionally ``@seed``, e.g.
-    ``builtin:tiny@3``) builds the random-initialized model on first use and caches it. ``builtin:warmstart``
-    (optionally ``@seed``) trains the SFT warm start of :mod:`gdpo_trl.demo.warmstart` on first use (minutes on a
-    CPU) and caches it; ``builtin:toolcall_warmstart`` likewise, the tool-calling task's (:mod:`gdpo_trl.demo.toolcall_task`).
-    Anything else (a Hub id or a local path) is returned unchanged.
+    ``builtin:tiny`` (``mini``, ``small``, ``base``; ``@seed`` optional: ``builtin:tiny@3``): a random model, built once
+    and cached; ``builtin:warmstart``, ``builtin:toolcall_warmstart`` (``@seed`` too): the SFT warm starts of
+    :data:`WARM_STARTS` (minutes on a CPU); ``builtin:qwen2.5-tiny``, ``-0.5b``, ``-1.5b``: :mod:`gdpo_trl.demo.qwen`.
     """
     if not name_or_path.startswith(BUILTIN_PREFIX):
         return name_or_path
     name = name_or_path[len(BUILTIN_PREFIX) :]
+    if name.startswith("qwen2.5-"):  # Qwen2.5's real tokenizer
+        return importlib.import_module("gdpo_trl.demo.qwen").resolve_qwen(name)
     architecture, _, seed = name.partition("@")
     if architecture not in WARM_STARTS and architecture not in ARCHITECTURES:
         choices = [BUILTIN_PREFIX + a for a in sorted([*ARCHITECTURES, *WARM_STARTS])]
