@@ -7,6 +7,7 @@ completion. The token-level reward tensors are built in :mod:`gdpo_trl.trainer.t
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import numbers
@@ -58,35 +59,29 @@ def check_process_output(output, texts: Sequence[str], name: str) -> list[Steps]
     return checked
 
 
-def step_token_indices(ends: Sequence[int], num_tokens: int, prefix_length: Callable[[int], int]) -> list[int]:
-    """For each character offset ``end``, the index of the token containing character ``end - 1``.
+def step_token_indices(
+    ends: Sequence[int], num_tokens: int, char_ends: Sequence[int] | Callable[[int], int]
+) -> list[int]:
+    """For each character offset ``end``, the index of the token that completes character ``end - 1``.
 
-    ``prefix_length(m)`` is the length of the text the first ``m`` tokens decode to (``decode(ids[:m])``), so the
-    token is the smallest ``j`` with ``prefix_length(j + 1) >= end``, found by binary search: ``O(log T)`` prefix
-    decodes per step instead of ``T`` for the whole table. Decoding prefixes rather than re-tokenizing the text with
-    offsets, because the generated ids need not be the tokenizer's own tokenization of their text, while the trainer
-    needs indices into the generated ids. A byte-level character split across tokens counts as ending in its last
-    byte's token. Raises ``ValueError`` for an ``end`` beyond the decoded text.
+    ``char_ends[j]`` is the number of characters of the decoded completion that tokens ``0..j`` complete
+    (non-decreasing; :func:`gdpo_trl.trainer.token_offsets.token_char_ends` computes it from the generated ids, in linear
+    time), so the token is the first ``j`` with ``char_ends[j] >= end``, found by bisection. A byte-level character
+    split across tokens thus belongs to its last byte's token. The old form, a callable ``prefix_length(m)`` giving
+    the length of ``decode(ids[:m])``, is still accepted (called ``O(log T)`` times per step; a character split
+    across tokens then lands on its first token). Raises ``ValueError`` for an ``end`` beyond the decoded text.
     """
-    cache: dict[int, int] = {}
+    if callable(char_ends):
+        from gdpo_trl.trainer.token_offsets import LazyCharEnds
 
-    def length(m: int) -> int:
-        if m not in cache:
-            cache[m] = prefix_length(m)
-        return cache[m]
-
+        prefix_length = char_ends
+        char_ends = LazyCharEnds(num_tokens, lambda j: prefix_length(j + 1))
+    total = char_ends[num_tokens - 1] if num_tokens else 0
     indices = []
     for end in ends:
-        if length(num_tokens) < end:
-            raise ValueError(f"step end {end} is past the decoded completion ({length(num_tokens)} characters).")
-        low, high = 1, num_tokens  # invariant: prefix_length(high) >= end
-        while low < high:
-            middle = (low + high) // 2
-            if length(middle) >= end:
-                high = middle
-            else:
-                low = middle + 1
-        indices.append(high - 1)
+        if total < end:
+            raise ValueError(f"step end {end} is past the decoded completion ({total} characters).")
+        indices.append(bisect.bisect_left(char_ends, end, 0, num_tokens))
     return indices
 
 

@@ -14,23 +14,32 @@ import torch
 from gdpo_trl.core.diagnostics import advantage_shares, mean_distinct_per_group
 from gdpo_trl.rewards.process import Steps
 from gdpo_trl.trainer.process_rewards import ProcessRewardSlot, step_token_indices
+from gdpo_trl.trainer.token_offsets import token_char_ends
 
 
 def step_rewards(
-    steps: Sequence[Steps], token_ids: Sequence[Sequence[int]], width: int, decode: Callable[[list[int]], str]
+    steps: Sequence[Steps],
+    token_ids: Sequence[Sequence[int]],
+    width: int,
+    decode: Callable[[list[int]], str],
+    char_ends: Sequence[Sequence[int] | None] | None = None,
 ) -> torch.Tensor:
     """One process reward's steps on this process's completions -> ``[N, width]`` float, NaN where no step ends.
 
     ``steps[i]`` are completion i's ``(end, score)`` pairs (character offsets in ``decode(token_ids[i])``); each
-    lands on the token containing character ``end - 1``. Steps of one reward ending in the same token are merged
-    into one value, their mean: the tensor holds one value per token.
+    lands on the token that completes character ``end - 1``: the first ``j`` with ``char_ends[i][j] >= end``
+    (:func:`gdpo_trl.token_offsets.token_char_ends`, computed from ``decode`` where ``char_ends`` or its entry is
+    None). Steps of one reward ending in the same token are merged into one value, their mean: the tensor holds one
+    value per token.
     """
     rows, columns, scores = [], [], []
     for i, (pairs, ids) in enumerate(zip(steps, token_ids, strict=True)):
         if not pairs:
             continue
-        ids = list(ids)
-        columns += step_token_indices([end for end, _ in pairs], len(ids), lambda m, ids=ids: len(decode(ids[:m])))
+        ends = char_ends[i] if char_ends is not None else None
+        if ends is None:
+            ends = token_char_ends(ids, decode=decode)
+        columns += step_token_indices([end for end, _ in pairs], len(ids), ends)
         rows += [i] * len(pairs)
         scores += [score for _, score in pairs]
     total = torch.zeros(len(token_ids), width, dtype=torch.float64)
@@ -45,16 +54,21 @@ def local_step_rewards(
     slots: Sequence[ProcessRewardSlot], token_ids: Sequence[Sequence[int]], width: int, tokenizer
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """This process's steps of every process reward, from their slots, on tokens: ``[N_local, K_p, width]``, and
-    ``[K_p, 2]`` totals (number of steps, sum of their scores) as the reward functions returned them."""
+    ``[K_p, 2]`` totals (number of steps, sum of their scores) as the reward functions returned them. Each
+    completion's character ends (:func:`gdpo_trl.token_offsets.token_char_ends`) are computed once, for all slots."""
 
     def decode(ids):  # as TRL decodes completions for the reward functions
         return tokenizer.decode(ids, skip_special_tokens=True)
 
     tensors, totals = [], []
+    char_ends: list[Sequence[int] | None] = [None] * len(token_ids)
     for slot in slots:
         steps, texts = slot.take()
         check_decoded_texts(texts, token_ids, decode, slot.__name__)
-        tensors.append(step_rewards(steps, token_ids, width, decode))
+        for i, pairs in enumerate(steps):
+            if pairs and char_ends[i] is None:
+                char_ends[i] = token_char_ends(token_ids[i], tokenizer, text=texts[i], decode=decode)
+        tensors.append(step_rewards(steps, token_ids, width, decode, char_ends))
         totals.append([sum(len(s) for s in steps), sum(score for s in steps for _, score in s)])
     return torch.stack(tensors, dim=1), torch.tensor(totals, dtype=torch.float32)
 
