@@ -128,6 +128,11 @@ def plan_output_dir(options: dict, overwrite: bool = False) -> Path:
     return Path(out)
 
 
+def results_replaceable() -> bool:
+    """Whether an earlier result may be replaced here (inside :func:`replacing_results`, as ``--overwrite`` sets)."""
+    return _REPLACING.get()
+
+
 def write_outputs(output_dir: Path, summary: dict, rows: Sequence[dict], overwrite: bool | None = None) -> None:
     """Write ``summary.json`` and ``completions.jsonl`` (one row per problem) into ``output_dir``.
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gdpo_trl.eval.backends import choose_backend, generate_transformers, generate_vllm
 from gdpo_trl.eval.loading import DTYPES, ModelSpec, load_transformers_model, resolve_model_spec
-from gdpo_trl.eval.report import default_output_dir, write_outputs
+from gdpo_trl.eval.report import default_output_dir, refuse_earlier_result, results_replaceable, write_outputs
 from gdpo_trl.eval.scoring import DEFAULT_REWARDS, default_rewards, reward_funcs, score_problem, summarize
 from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
 
@@ -110,14 +110,19 @@ def evaluate(
     settings = GenerationSettings(n, temperature, top_p, max_new_tokens, batch_size, seed)
     if dtype not in DTYPES:
         raise EvaluationInputError(f"unknown dtype {dtype!r}; choose one of {list(DTYPES)}")
-    backend = choose_backend(backend)
+    asked_backend, backend = backend, choose_backend(backend)
     spec = resolve_model_spec(model, adapter)
-    # Before the model: a bad dataset fails in a second.
+    # Before the model: a bad dataset, or a folder holding an earlier result, fails in a second.
     problems = load_problems(dataset, split, limit, dataset_seed, path=dataset_path, system_prompt=system_prompt)
+    out = Path(output_dir) if output_dir is not None else default_output_dir(
+        spec, dataset, split, settings, limit, rewards=rewards, dataset_path=dataset_path, dataset_seed=dataset_seed,
+        system_prompt=system_prompt, backend=None if asked_backend == "auto" else asked_backend,
+        dtype=None if dtype == "auto" else dtype,
+    )  # fmt: skip
+    refuse_earlier_result(out, results_replaceable())
     rows, metrics, run = generate_and_score(
         spec, problems, settings, rewards, backend=backend, dtype=dtype, progress=progress
     )
-    out = Path(output_dir) if output_dir is not None else default_output_dir(spec, dataset, split, settings, limit)
     summary = {
         "metrics": metrics,
         "generation": {**asdict(settings), "backend": backend, "dtype": dtype, "device": run["device"]},

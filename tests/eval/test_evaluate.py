@@ -146,6 +146,30 @@ def test_summary_matches_completions(tiny_model_path, tmp_path):
     assert summary["generation"]["temperature"] == 0.0
 
 
+def test_a_used_folder_is_refused_before_generating(tiny_model_path, tmp_path, monkeypatch):
+    """The Python API keeps earlier results too: a second evaluation into the same folder (given, or the default for
+    the same settings) is refused before any completion is generated; another reward set gets its own folder."""
+    import shutil
+
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.eval import run
+
+    model = shutil.copytree(tiny_model_path, tmp_path / "model")  # the default folder lies inside the model's
+    evaluate(str(model), **FAST)
+    written = [p.parent for p in model.glob("eval-*/summary.json")]
+    assert len(written) == 1
+
+    def no_generation(*args, **kwargs):
+        raise AssertionError("generated before refusing the folder")
+
+    monkeypatch.setattr(run, "generate_and_score", no_generation)
+    with pytest.raises(InputError, match="already holds"):
+        evaluate(str(model), **FAST)
+    assert (written[0] / "summary.json").is_file()
+    with pytest.raises(AssertionError, match="generated before"):  # other rewards: a folder of its own
+        evaluate(str(model), rewards=["format"], **FAST)
+
+
 def test_sampling_n2_is_reproducible(tiny_model_path, tmp_path):
     kwargs = dict(FAST, limit=3, n=2, temperature=1.0, top_p=0.95, seed=7)
     evaluate(tiny_model_path, output_dir=tmp_path / "a", **kwargs)
