@@ -46,7 +46,8 @@ def one_line(message: str) -> str:
 def cli_errors(prog: str) -> Callable:
     """Decorate a ``main(argv=None)`` so input errors print ``<prog>: error: <message>`` and exit 2.
 
-    The decorated ``main`` resolves ``argv`` from ``sys.argv`` and strips ``--debug``.
+    The decorated ``main`` resolves ``argv`` from ``sys.argv`` and strips ``--debug``. Under a multi-process
+    launcher only global rank 0 prints the line (every rank exits 2).
     """
 
     def decorate(main: Callable) -> Callable:
@@ -59,7 +60,9 @@ def cli_errors(prog: str) -> Callable:
             except (InputError, FileNotFoundError) as error:
                 if debug:
                     raise
-                print(f"{prog}: error: {one_line(error)}", file=sys.stderr, flush=True)
+                # Under a launcher every process meets the same mistake: one line for the run, from rank 0.
+                if os.environ.get("RANK", "0") == "0":
+                    print(f"{prog}: error: {one_line(error)}", file=sys.stderr, flush=True)
                 raise SystemExit(EXIT_INPUT_ERROR) from None
 
         return wrapper

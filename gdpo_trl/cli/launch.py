@@ -12,10 +12,14 @@ runs in this process (accelerate starts the workers), exactly what users of ``ac
 
 from __future__ import annotations
 
+import logging
 import socket
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 
+from gdpo_trl.cli.errors import EXIT_INPUT_ERROR
 from gdpo_trl.core.errors import InputError
 
 CONFIG_FLAG = "--accelerate_config"
@@ -105,8 +109,25 @@ def _num_machines(launch: list[str], given: dict[str, int]) -> int:
 
 
 def launch_training(recipe_argv: list[str], launch: list[str]) -> None:
-    """``accelerate launch <launch> -m gdpo_trl.cli.train <recipe_argv>``, in this process."""
+    """``accelerate launch <launch> -m gdpo_trl.cli.train <recipe_argv>``, in this process.
+
+    A worker that stopped on an input error has printed its one line (rank 0) and exited 2: this process then exits
+    2 too, without the launcher's traceback on top. Any other failure keeps the workers' tracebacks and ends in one
+    line naming the exit codes.
+    """
     from accelerate.commands.launch import launch_command, launch_command_parser
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     args = launch_command_parser().parse_args([*launch_defaults(launch), "-m", "gdpo_trl.cli.train", *recipe_argv])
-    launch_command(args)
+    # torch's elastic agent logs each worker's exit at warning/error level; the summary below says it in one line.
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    try:
+        launch_command(args)
+    except (ChildFailedError, subprocess.CalledProcessError) as error:
+        codes = sorted({f.exitcode for f in error.failures.values()}) if isinstance(error, ChildFailedError) else [
+            error.returncode
+        ]
+        if codes == [EXIT_INPUT_ERROR]:
+            raise SystemExit(EXIT_INPUT_ERROR) from None
+        print(f"gdpo train: error: a training process failed (exit codes {codes}); see its output above.", file=sys.stderr)
+        raise SystemExit(1) from None

@@ -97,3 +97,15 @@ def test_train_starts_two_processes_itself(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Training finished after 1 steps on 2 processes." in result.stdout
     assert (out / "model.safetensors").is_file() and (out / "trainer_state.json").is_file()
+
+
+@pytest.mark.slow
+def test_an_input_error_under_two_processes_is_one_line(tmp_path):
+    """A mistake only the workers can see (too few rows for one step): one line for the run, exit 2, no traceback."""
+    command = [sys.executable, "-m", "gdpo_trl.cli.main", "train", "--config", RECIPE, "--num_processes", "2"]
+    flags = ["--model_name_or_path", "builtin:tiny", "--max_train_samples", "2", "--output_dir", str(tmp_path / "o")]
+    result = subprocess.run([*command, *flags], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("gdpo train: error: The dataset has 2 rows"), result.stderr
+    assert "Traceback" not in result.stderr and "ChildFailedError" not in result.stderr
