@@ -9,6 +9,12 @@ Why not TRL's ``SFTTrainer``: on a CPU, TRL's fused LM head scores every positio
 whole vocabulary, about five times the work of scoring the completion tokens alone, which is all the loss needs.
 The loop here runs the backbone on the full sequences and the LM head on completion positions only.
 
+Measured on a busy 2-core machine (seed 0): the build took 7.7 minutes (SFT ~6.5, measuring ~1.3) and starts at
+format 0.37, correctness 0.09, integer 0.42 (the character-level warm start: 0.43, 0.50, 0.46; two layers copy
+BPE numbers less reliably). ``recipes/cpu/gdpo`` on it for 20 steps (~57 s each: TRL scores every prompt position
+against the whole vocabulary on a CPU) raised format 0.44 -> 0.65 and integer 0.44 -> 0.78 (means of the first and
+last five steps); correctness stayed near 0.04.
+
 ``python -m gdpo_trl.demo.qwen_warmstart PATH [--seed N] [--steps N] [--threads N] [--no-measure]`` builds one;
 ``resolve_model("builtin:qwen2.5-warmstart[@seed]")`` builds it once per machine (in a child process) and caches it.
 """
