@@ -223,9 +223,8 @@ def qwen_config(size: str):
 def save_qwen_model(path: str | os.PathLike, size: str, seed: int = 0) -> Path:
     """Save a randomly initialized (seeded) Qwen2.5 model of ``size`` with Qwen2.5's tokenizer to ``path``."""
     import torch
-    from transformers import GenerationConfig, Qwen2ForCausalLM
+    from transformers import Qwen2ForCausalLM
 
-    path = Path(path)
     config = qwen_config(size)
     dtype = getattr(torch, DTYPES[size])
     torch.manual_seed(seed)
@@ -235,6 +234,14 @@ def save_qwen_model(path: str | os.PathLike, size: str, seed: int = 0) -> Path:
         model = Qwen2ForCausalLM(config)
     finally:
         torch.set_default_dtype(previous)
+    return save_with_tokenizer(model, path)
+
+
+def save_with_tokenizer(model, path: str | os.PathLike) -> Path:
+    """Save ``model`` to ``path`` with Qwen2.5's tokenizer and the Instruct models' stopping tokens."""
+    from transformers import GenerationConfig
+
+    path = Path(path)
     # As the Instruct models: stop at <|im_end|> or <|endoftext|>; no sampling defaults (TRL sets its own).
     model.generation_config = GenerationConfig(
         bos_token_id=FIRST_ADDED_ID, eos_token_id=[FIRST_ADDED_ID + 2, FIRST_ADDED_ID], pad_token_id=FIRST_ADDED_ID
@@ -263,7 +270,7 @@ def build_builtin_qwen(name: str, seed: int = 0) -> str:
     size = name.removeprefix(PREFIX)
     if not name.startswith(PREFIX) or size not in SIZES:
         raise ValueError(
-            f"Unknown built-in model 'builtin:{name}': use one of {[f'builtin:{PREFIX}{s}' for s in SIZES]}."
+            f"Unknown built-in model 'builtin:{name}': use one of {[f'builtin:{PREFIX}{s}' for s in [*SIZES, 'warmstart']]}."
         )
     key = hashlib.sha1(json.dumps([_tokenizer_key(), _COMMON, SIZES[size], DTYPES[size], seed]).encode())
     target = cache_dir() / f"{PREFIX}{size}-seed{seed}-{key.hexdigest()[:10]}"

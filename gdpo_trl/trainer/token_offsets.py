@@ -11,8 +11,9 @@ It works on the generated ids as they are, which need not be the tokenizer's own
 can produce ``"a" "b"`` where encoding gives ``"ab"``, or a character byte by byte). Three ways, each checked
 against the decoded text, the first that reproduces it exactly wins:
 
-1. Byte-level tokenizers (Qwen, GPT-2, Llama 3 and the demo's): each token's bytes from the vocabulary, fed to an
-   incremental UTF-8 decoder. Linear in the tokens, about a microsecond each.
+1. Byte-level tokenizers (Qwen, GPT-2, Llama 3 and the demo's): each token's bytes from the vocabulary (cached per
+   tokenizer). For valid UTF-8 the ends are counted from the lead bytes, vectorized; otherwise an incremental UTF-8
+   decoder is fed token by token. Linear in the tokens: about 0.1 ms for a 1,024-token completion.
 2. Any tokenizer whose tokens decoded one at a time concatenate to the text (one decode call per token).
 3. Otherwise, lazily: ``ends[j]`` is the length of the common prefix of ``decode(ids[:j + 1])`` and the text,
    computed only where a binary search looks (``O(log T)`` prefix decodes per step, as before).

@@ -150,6 +150,23 @@ def test_tiny_model_builds_once_and_loads(model_cache):
         build_builtin_qwen("qwen2.5-7b")
 
 
+def test_save_qwen_model_writes_weights_tokenizer_and_stopping_tokens(tmp_path, model_cache):
+    import json
+
+    from gdpo_trl.demo.qwen import save_qwen_model
+
+    path = save_qwen_model(tmp_path / "m", "tiny", seed=1)
+    names = {p.name for p in path.iterdir()}
+    assert {
+        "config.json",
+        "model.safetensors",
+        "generation_config.json",
+        "tokenizer.json",
+        "chat_template.jinja",
+    } <= names
+    assert json.loads((path / "generation_config.json").read_text())["eos_token_id"] == [151645, 151643]
+
+
 ACCEPTANCE = [
     "--config", "recipes/Qwen2.5-1.5B-Instruct/gdpo/config.yaml",
     "--model_name_or_path", "builtin:qwen2.5-tiny", "--dataset_name", "sample",
