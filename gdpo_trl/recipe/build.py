@@ -20,7 +20,7 @@ from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data.sources import is_generated, load_source
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.recipe.checkpoints import prepare_run
-from gdpo_trl.recipe.checks import check_prompt_lengths, check_recipe, check_rewards
+from gdpo_trl.recipe.checks import check_prompt_lengths, check_recipe, check_rewards, fit_to_machine
 from gdpo_trl.recipe.data_checks import check_data
 from gdpo_trl.recipe.offline import check_model_available_offline
 from gdpo_trl.recipe.run_lock import hold_output_dir, releases_run_locks
@@ -48,6 +48,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
 
     # 1. Rewards and the output folder first: a misspelled name or an earlier run in the way fails in a second.
     check_recipe(script_args, training_args, model_args)  # ranges, JSON fields, weight counts, vLLM installed
+    fit_to_machine(training_args, model_args)  # a GPU recipe on a CPU: sdpa for flash-attn, absent trackers left out
     if script_args.cpu_threads is not None:  # the recipe's `env:` is read after torch is imported: too late for OMP
         torch.set_num_threads(script_args.cpu_threads)
     set_seed(training_args.seed)

@@ -6,10 +6,13 @@ bad recipe fails in seconds instead of after the model is built, or after hours 
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.recipe.output_checks import check_output_dir
+
+logger = logging.getLogger("gdpo_trl.recipe.checks")
 
 # Config keys where a model stores how many positions it has, most common first.
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
@@ -41,6 +44,33 @@ def check_recipe_yaml(argv: list[str]) -> None:
         raise InputError(f"recipe {where}: YAML syntax error: {problem}") from None
     if config is not None and not isinstance(config, dict):
         raise InputError(f"recipe {path}: must be a mapping of field: value, got a {type(config).__name__}.")
+
+
+def fit_to_machine(training_args, model_args) -> None:
+    """Adapt what a GPU recipe asks for and this machine cannot give, saying so in a warning line each.
+
+    - ``attn_implementation: flash_attention_2`` without a CUDA device (or with ``use_cpu``): PyTorch's ``sdpa``,
+      the same attention computed another way (flash-attn cannot run on a CPU).
+    - ``report_to`` naming a tracker that is not installed (``wandb`` in the paper's recipes): left out, so a run
+      tried on another machine does not die at the first log line; ``pip install wandb`` brings it back.
+    """
+    import torch
+
+    if model_args.attn_implementation == "flash_attention_2" and (training_args.use_cpu or not torch.cuda.is_available()):
+        logger.warning("attn_implementation: flash_attention_2 needs a CUDA GPU; using sdpa on this machine.")
+        model_args.attn_implementation = "sdpa"
+    requested = [name for name in (training_args.report_to or []) if name not in ("none", "all")]
+    if requested:
+        from transformers.integrations import get_available_reporting_integrations
+
+        available = set(get_available_reporting_integrations())
+        missing = [name for name in requested if name not in available]
+        if missing:
+            logger.warning(
+                "report_to: %s not installed here, so this run does not report to %s (pip install %s to keep it).",
+                ", ".join(missing), "it" if len(missing) == 1 else "them", " ".join(missing),
+            )  # fmt: skip
+            training_args.report_to = [name for name in requested if name in available]  # [] reports nowhere
 
 
 def check_recipe(script_args, training_args, model_args) -> None:

@@ -109,3 +109,17 @@ def test_an_input_error_under_two_processes_is_one_line(tmp_path):
     errors = [line for line in result.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and errors[0].startswith("gdpo train: error: The dataset has 2 rows"), result.stderr
     assert "Traceback" not in result.stderr and "ChildFailedError" not in result.stderr
+
+
+def test_a_gpu_recipe_fits_this_machine_with_a_warning_each(caplog):
+    """flash_attention_2 without CUDA becomes sdpa; a tracker that is not installed is left out (and said)."""
+    from types import SimpleNamespace
+
+    from gdpo_trl.recipe.checks import fit_to_machine
+
+    training = SimpleNamespace(use_cpu=True, report_to=["wandb", "no-such-tracker"])
+    model = SimpleNamespace(attn_implementation="flash_attention_2")
+    with caplog.at_level("WARNING", logger="gdpo_trl"):
+        fit_to_machine(training, model)
+    assert model.attn_implementation == "sdpa" and training.report_to == []
+    assert "flash_attention_2 needs a CUDA GPU" in caplog.text and "wandb, no-such-tracker not installed" in caplog.text
