@@ -27,7 +27,7 @@ def _dataset_tag(dataset: str) -> str:
 
 
 def default_output_dir(spec: ModelSpec, dataset: str, split: str, settings: GenerationSettings, limit=None) -> Path:
-    """``<model or adapter folder>/eval-<dataset>-<split>`` for local weights, else ``eval-outputs/<model>-...``.
+    """``<model or adapter folder>/eval-<dataset>-<split>`` for local weights, else ``outputs/eval/<model>-...``.
 
     Non-default settings (sampling, a limit) are added to the name so that such a run never overwrites the full
     greedy evaluation.
@@ -39,7 +39,7 @@ def default_output_dir(spec: ModelSpec, dataset: str, split: str, settings: Gene
         tag += f"-first{limit}"
     if spec.local:
         return Path(spec.adapter or spec.base) / tag
-    return Path("eval-outputs") / f"{_slug(spec.name)}-{tag.removeprefix('eval-')}"
+    return Path("outputs", "eval") / f"{_slug(spec.name)}-{tag.removeprefix('eval-')}"
 
 
 def write_outputs(output_dir: Path, summary: dict, rows: Sequence[dict]) -> None:
