@@ -111,3 +111,43 @@ def test_gdpo_installs_the_filters_before_any_subcommand(monkeypatch):
     monkeypatch.setattr(console, "quiet_known_warnings", lambda: calls.append("quiet"))
     assert main.main(["--help"]) == 0
     assert calls == ["quiet"]
+
+
+def test_compact_progress_prints_lines_not_metric_dicts():
+    from types import SimpleNamespace
+
+    from transformers.trainer_callback import ProgressCallback
+
+    from gdpo_trl.cli.console import use_compact_progress
+
+    class Trainer:
+        callbacks = [ProgressCallback]
+
+        def pop_callback(self, callback):
+            return self.callbacks.pop() if callback in self.callbacks else None
+
+        def add_callback(self, callback):
+            self.callbacks.append(callback)
+
+    trainer = Trainer()
+    use_compact_progress(trainer)
+    progress = trainer.callbacks[0]()
+    written = []
+    progress.training_bar = SimpleNamespace(write=written.append)
+    state = SimpleNamespace(is_world_process_zero=True, global_step=3, max_steps=40)
+    progress.on_log(None, state, None, logs={"rewards/format_reward/mean": 0.5, "loss": 1e-5, "grad_norm": 0.1})
+    progress.on_log(None, state, None, logs={"train_runtime": 12.0, "train_loss": 0.1})  # the Trainer's summary
+    assert written == ["step 3/40 | format 0.50 | loss 1.0e-05"]
+
+
+def test_gdpo_compare_runs_print_the_compact_lines(monkeypatch, tmp_path):
+    """Each run of gdpo compare is built by train_run with the same console hook as gdpo train."""
+    from gdpo_trl.cli import compare
+    from gdpo_trl.cli.console import use_compact_progress
+    from gdpo_trl.recipe import build
+
+    hooks = []
+    monkeypatch.setattr(compare, "run_config", lambda *a: ("script", "training", "model", ["reward"]))
+    monkeypatch.setattr(build, "train_run", lambda *a, on_built=None, **k: hooks.append(on_built))
+    compare.train_one(None, "recipe.yaml", {}, "gdpo", 0)
+    assert hooks == [use_compact_progress]
