@@ -2,7 +2,9 @@
 # `make demo` built, from ~/.cache/gdpo_trl). After either, `source .venv/bin/activate` puts gdpo train, gdpo eval,
 # gdpo plot, gdpo compare and accelerate on the PATH; `make eval-demo` scores the demo before and after training.
 # Both create .venv on first use. torch is pinned to 2.13.0 first so pip takes the local CPU wheel where one is
-# configured (and never a newer CUDA build pulled in by a loose range).
+# configured (and never a newer CUDA build pulled in by a loose range). bfcl-eval (BFCL's data and AST
+# checker) goes without its pins into .venv/bfcl-eval, a folder pip does not scan, so `pip check` and later installs
+# stay clean; gdpo_trl.eval.bfcl puts it on sys.path when BFCL is used.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,7 +18,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==2.13.0"
 	$(BIN)/python -m pip install -q -e ".[dev]"
-	$(BIN)/python -m pip install -q --no-deps "bfcl-eval==2026.3.23"  # BFCL's data and AST checker, without its pins
+	$(BIN)/python -m pip uninstall -q -y bfcl-eval  # a copy in site-packages from an older Makefile, if any
+	$(BIN)/python -m pip install -q --no-deps --upgrade --target $(VENV)/bfcl-eval "bfcl-eval==2026.3.23"
 	$(BIN)/python -m compileall -q gdpo_trl  # PYTHONDONTWRITEBYTECODE may be set: pay the compile once
 	touch $@
 
