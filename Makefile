@@ -9,7 +9,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo eval-demo test test-fast test-multinode lint bench clean
+.PHONY: install demo eval-demo test test-fast test-docs docs-slow test-multinode lint bench clean
 
 install: $(VENV)/.installed
 
@@ -34,10 +34,21 @@ eval-demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/gdpo eval --model outputs/cpu-gdpo $(EVAL_DEMO) --output_dir outputs/cpu-gdpo-after
 
 test: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not vllm"
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not vllm and not docs"
 
 test-fast: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow and not vllm"
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow and not vllm and not docs"
+
+# Every shell block of README.md and docs/*.md not marked <!-- gpu --> or <!-- slow -->, run as written in reading
+# order on a fresh clone of HEAD after `make demo`, each within 5 minutes (tests/docs/test_documented_commands.py).
+# The structure checks of the same file (blocks marked, output folders, GPU recipes parsed) run in `make test`.
+test-docs: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -s -m docs tests/docs/test_documented_commands.py
+
+# The same with the <!-- slow --> blocks too, on a clone that builds its own .venv: the quick start (make demo, make
+# test), the installs, the comparisons and benchmarks, make test-vllm. Hours, not minutes.
+docs-slow: install
+	GDPO_DOCS_SLOW=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -s -m docs tests/docs/test_documented_commands.py
 
 # Two accelerate machines on 127.0.0.1, and scripts/slurm_train.sh under a real single-host Slurm. Installs slurm-wlm
 # and munge with apt first when run as root (scripts/setup_slurm_test.sh); otherwise the Slurm tests report a skip.
