@@ -1,9 +1,10 @@
 """Count distinct advantage groups under GRPO, GRPO without std, and GDPO (like Figure 3 of arXiv 2601.05242).
 
 Two sweeps with binary rewards: the number of completions G = 2..max with K = 2 rewards, and the number of rewards
-K = 1..max with G = 4 completions. Writes a Markdown table (also printed) and a two-panel PNG.
+K = 1..max with G = 4 completions. Writes a Markdown table (also printed) and a two-panel PNG, by default under
+outputs/ (the README's figure is docs/images/advantage_groups.png).
 
-    python scripts/advantage_groups.py --max-generations 8 --max-rewards 4 --out advantage_groups.png
+    python scripts/advantage_groups.py --max-generations 8 --max-rewards 4 --out outputs/advantage_groups.png
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-generations", type=int, default=8, help="largest number of completions G (K = 2)")
     parser.add_argument("--max-rewards", type=int, default=4, help="largest number of rewards K (G = 4)")
-    parser.add_argument("--out", default="advantage_groups.png", help="PNG to write")
-    parser.add_argument("--table", default="advantage_groups.md", help="Markdown table to write")
+    parser.add_argument("--out", default="outputs/advantage_groups.png", help="PNG to write")
+    parser.add_argument("--table", default="outputs/advantage_groups.md", help="Markdown table to write")
     args = parser.parse_args()
     if args.max_generations < 2 or args.max_rewards < 1:
         parser.error("--max-generations must be >= 2 and --max-rewards >= 1")
@@ -109,6 +110,8 @@ def main() -> None:
         else "\n\nAll counts are exact (exhaustive enumeration).\n"
     )
     print(table)
+    for path in (args.table, args.out):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(args.table).write_text(table, encoding="utf-8")
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))

@@ -146,6 +146,9 @@ def train_one(args, recipe: str, shared: dict, method: str, seed: int) -> float:
 
 @cli_errors("gdpo compare")
 def main(argv=None):
+    from gdpo_trl.cli.console import quiet_known_warnings
+
+    quiet_known_warnings()  # as gdpo train does; also when started as `python -m gdpo_trl.cli.compare`
     args = parse_args(argv)
     from gdpo_trl.recipe.arguments import build_reward_funcs
     from gdpo_trl.results.compare import METHODS, OUTCOME_ONLY, collect, comparison_table, plot_comparison

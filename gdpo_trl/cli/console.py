@@ -16,16 +16,44 @@ import warnings
 KNOWN_NOISE = (
     # TRL 1.16 sets `gradient_checkpointing`, which transformers 5 renamed to `activation_checkpointing`.
     (FutureWarning, r"`(is_)?gradient_checkpointing.*` is deprecated"),
+    # DeepSpeed (ZeRO-3) calls torch's collectives under their old names; torch 2.13 renamed them.
+    (FutureWarning, r"`torch\.distributed\.(all_gather_into_tensor|reduce_scatter_tensor)` is deprecated"),
+    (FutureWarning, r"`torch\.distributed\._(all_gather|reduce_scatter)_base` is a private function"),
+)
+# Log records of libraries that say nothing a user can act on: (logger name, message prefix).
+KNOWN_LOG_NOISE = (
+    # DeepSpeed, imported by transformers and accelerate whenever it is installed, on every CPU-only process.
+    ("DeepSpeed", "Setting accelerator to CPU."),
 )
 # Completions printed per logged step when `log_completions` is on and no `num_completions_to_print` is set: TRL
 # prints the whole batch otherwise (hundreds of rows per step).
 DEFAULT_COMPLETIONS_TO_PRINT = 4
 
 
+class _DropKnownRecords(logging.Filter):
+    """Drops a logger's records that start with one of ``prefixes``."""
+
+    def __init__(self, prefixes: tuple[str, ...]):
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefixes)
+
+
 def quiet_known_warnings() -> None:
-    """Silence :data:`KNOWN_NOISE` (and only that)."""
+    """Silence :data:`KNOWN_NOISE` and :data:`KNOWN_LOG_NOISE` (and only those), in this process. Every entry point
+    calls it first: ``gdpo`` itself, and ``gdpo_trl.cli.train``'s ``main`` in each process accelerate starts. The log
+    filters sit on the named loggers, so they hold for loggers a library creates later under that name."""
     for category, message in KNOWN_NOISE:
         warnings.filterwarnings("ignore", message=message, category=category)
+    by_logger: dict[str, tuple[str, ...]] = {}
+    for name, prefix in KNOWN_LOG_NOISE:
+        by_logger[name] = by_logger.get(name, ()) + (prefix,)
+    for name, prefixes in by_logger.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropKnownRecords) for f in logger.filters):
+            logger.addFilter(_DropKnownRecords(prefixes))
 
 
 def setup_logging(level: int) -> None:
@@ -52,6 +80,14 @@ def bound_completions_logging(args) -> None:
 _REWARD = re.compile(r"rewards/(.+?)(?:_reward)?/mean")
 
 
+def format_loss(value: float) -> str:
+    """A loss for the step line: four decimals, or two significant digits when that would print a small nonzero loss
+    as ``0.0000`` (``3.2e-05``)."""
+    if value != 0 and abs(value) < 5e-4:
+        return f"{value:.1e}"
+    return f"{value:.4f}"
+
+
 def compact_line(logs: dict, step: int, max_steps: int) -> str | None:
     """One line for a Trainer log entry: step, each reward's mean, the total, completion length and loss; or None for
     an entry without a reward (e.g. the final runtime summary, which the Trainer prints itself)."""
@@ -59,13 +95,11 @@ def compact_line(logs: dict, step: int, max_steps: int) -> str | None:
     if not rewards:
         return None
     parts = [f"step {step}/{max_steps}", " ".join(f"{name} {value:.2f}" for name, value in rewards)]
-    for key, label, spec in (
-        ("reward", "total", ".2f"),
-        ("completions/mean_length", "len", ".1f"),
-        ("loss", "loss", ".4f"),
-    ):
+    for key, label, spec in (("reward", "total", ".2f"), ("completions/mean_length", "len", ".1f")):
         if key in logs:
             parts.append(f"{label} {logs[key]:{spec}}")
+    if "loss" in logs:
+        parts.append(f"loss {format_loss(logs['loss'])}")
     return " | ".join(parts)
 
 

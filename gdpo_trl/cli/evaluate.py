@@ -26,10 +26,10 @@ Examples:
 
 Writes summary.json (metrics and settings) and completions.jsonl (every completion with its rewards) to
 --output_dir, by default <model or adapter folder>/eval-<dataset>-<split> for local weights, else
-eval-outputs/<model>-<dataset>-<split>, plus every setting that is not its default (sampling, max_new_tokens,
+outputs/eval/<model>-<dataset>-<split>, plus every setting that is not its default (sampling, max_new_tokens,
 rewards, ...). A folder that already holds a result is refused unless --overwrite is given. --task bfcl writes
 bfcl_summary.json and bfcl_completions.jsonl, only when --output_dir is given; it needs bfcl-eval, installed without its
-pins: pip install --no-deps "bfcl-eval==2026.3.23".
+pins into a folder of its own (make install does): pip install --no-deps --target .venv/bfcl-eval "bfcl-eval==2026.3.23".
 
 A mistake in the arguments or the data stops with one line `gdpo eval: error: ...` and exit status 2; add --debug
 (or set GDPO_TRL_DEBUG=1) to see its traceback too.

@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from gdpo_trl.cli.console import quiet_known_warnings
+
+    quiet_known_warnings()  # here too: `gdpo train` parses the recipe in this process before accelerate starts
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not argv or argv[0] in ("-h", "--help"):

@@ -1,7 +1,7 @@
 """gdpo plot: compare GRPO/GDPO training runs: print a Markdown summary table and write a PNG, one panel per reward.
 
 Example:
-    gdpo plot outputs/grpo outputs/gdpo --names GRPO GDPO --window 5 --out runs.png --table runs.md
+    gdpo plot outputs/grpo outputs/gdpo --names GRPO GDPO --window 5 --out outputs/runs.png --table outputs/runs.md
 
 Each RUN is an output_dir, a checkpoint folder or a trainer_state.json file.
 """
@@ -24,7 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("runs", nargs="+", metavar="RUN", help="output_dir, checkpoint folder or trainer_state.json")
     parser.add_argument("--names", nargs="+", help="legend names, one per RUN (default: the output_dir names)")
     parser.add_argument("--window", type=int, default=1, help="moving-average window in logged points (default: 1)")
-    parser.add_argument("--out", type=Path, default=Path("runs.png"), help="PNG to write (default: runs.png)")
+    parser.add_argument(
+        "--out", type=Path, default=Path("outputs/runs.png"), help="PNG to write (default: outputs/runs.png)"
+    )
     parser.add_argument("--table", type=Path, help="also write the Markdown table to this file")
     parser.add_argument("--title", help="figure title")
     return parser

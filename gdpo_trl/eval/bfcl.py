@@ -12,14 +12,19 @@ in the exact training layout for a tool-call answer, :func:`gdpo_trl.rewards.too
 whose block cannot be parsed into ``{"name": str, "parameters": dict}`` calls is wrong (BFCL's "decoder failed").
 
 ``bfcl-eval`` pins numpy 1.26 and some thirty vendor SDKs that its AST checker never uses, so install it without
-them: ``pip install --no-deps "bfcl-eval==2026.3.23"``. Its checker module imports BFCL's model registry only to ask
+them, and in a folder of its own so that pip never sees its unmet pins (``pip check`` and every later ``pip install``
+stay clean): ``pip install --no-deps --target <venv>/bfcl-eval "bfcl-eval==2026.3.23"`` (``make install`` does). That
+folder (or ``$GDPO_TRL_BFCL_PATH``) goes on ``sys.path`` only here, when BFCL is used; a bfcl-eval installed into
+site-packages works as well. Its checker module imports BFCL's model registry only to ask
 whether a model's API renames dotted function names; when that registry cannot be imported (the SDKs are missing),
 a stand-in that answers "no" for our model is registered first. Nothing else of bfcl-eval is replaced.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import sys
 import types
 from collections.abc import Callable, Sequence
@@ -46,7 +51,32 @@ CATEGORIES = {
     "parallel": "parallel",
     "parallel_multiple": "parallel_multiple",
 }
-INSTALL_HINT = 'pip install --no-deps "bfcl-eval==2026.3.23"'
+BFCL_VERSION = "2026.3.23"
+
+
+def bfcl_dir() -> Path:
+    """The folder bfcl-eval is installed into apart from site-packages: ``$GDPO_TRL_BFCL_PATH``, else
+    ``<this Python's environment>/bfcl-eval`` (``.venv/bfcl-eval`` for ``make install``)."""
+    return Path(os.environ.get("GDPO_TRL_BFCL_PATH") or Path(sys.prefix) / "bfcl-eval")
+
+
+INSTALL_HINT = f'pip install --no-deps --target {bfcl_dir()} "bfcl-eval=={BFCL_VERSION}"'
+
+
+def use_bfcl_path() -> bool:
+    """Whether ``bfcl_eval`` can be imported, after putting :func:`bfcl_dir` at the end of ``sys.path`` if it is not
+    importable from the environment itself."""
+    if importlib.util.find_spec("bfcl_eval") is not None:
+        return True
+    folder = bfcl_dir()
+    if not (folder / "bfcl_eval").is_dir():
+        return False
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
+    importlib.invalidate_caches()
+    return importlib.util.find_spec("bfcl_eval") is not None
+
+
 MODEL_NAME = "gdpo-trl"  # what the checker is told the model is called; no underscore (BFCL maps "_" to "/")
 _TOOL_CALL_GOLD = "<tool_call>"  # any gold holding a tool call selects tool_format's tool-call-only layout
 
@@ -59,6 +89,7 @@ class BFCLNotInstalledError(InputError, ImportError):
 
 def _bfcl():
     """``(ast_checker, Language, prompt folder, possible-answer folder)`` from bfcl-eval, importing it lazily."""
+    use_bfcl_path()
     try:
         from bfcl_eval.constants.eval_config import POSSIBLE_ANSWER_PATH, PROMPT_PATH
     except ImportError as err:

@@ -44,7 +44,7 @@ def default_output_dir(
     backend: str | None = None,
     dtype: str | None = None,
 ) -> Path:
-    """``<model or adapter folder>/eval-<dataset>-<split>`` for local weights, else ``eval-outputs/<model>-...``.
+    """``<model or adapter folder>/eval-<dataset>-<split>`` for local weights, else ``outputs/eval/<model>-...``.
 
     Every setting that changes the result and is not its default is added to the name (sampling, the sampling seed,
     ``max_new_tokens``, a limit, the rewards, the rows read, their seed, the system prompt, an explicit backend or
@@ -71,7 +71,7 @@ def default_output_dir(
     tag += "".join(f"-{value}" for value in (backend, dtype) if value not in (None, "auto"))
     if spec.local:
         return Path(spec.adapter or spec.base) / tag
-    return Path("eval-outputs") / f"{_slug(spec.name)}-{tag.removeprefix('eval-')}"
+    return Path("outputs", "eval") / f"{_slug(spec.name)}-{tag.removeprefix('eval-')}"
 
 
 def _digest(text: str) -> str:

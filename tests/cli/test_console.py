@@ -4,7 +4,7 @@ import warnings
 
 import pytest
 
-from gdpo_trl.cli.console import bound_completions_logging, compact_line, quiet_known_warnings
+from gdpo_trl.cli.console import bound_completions_logging, compact_line, format_loss, quiet_known_warnings
 
 
 def test_compact_line():
@@ -42,3 +42,112 @@ def test_completions_logging_is_bounded(log, given, expected):
     args = Args()
     bound_completions_logging(args)
     assert args.num_completions_to_print == expected
+
+
+@pytest.mark.parametrize(
+    ("loss", "shown"),
+    [
+        (0.0922, "0.0922"),
+        (3.2e-05, "3.2e-05"),
+        (-4.1e-06, "-4.1e-06"),
+        (0.0, "0.0000"),
+        (0.0005, "0.0005"),
+        (2.5, "2.5000"),
+    ],
+)
+def test_small_losses_do_not_read_as_zero(loss, shown):
+    assert format_loss(loss) == shown
+    line = compact_line({"rewards/format_reward/mean": 0.5, "loss": loss}, 1, 2)
+    assert line.endswith(f"| loss {shown}")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "`torch.distributed.all_gather_into_tensor` is deprecated. Please use `torch.distributed.all_gather_single`.",
+        "`torch.distributed.reduce_scatter_tensor` is deprecated. Please use `torch.distributed.reduce_scatter_single`.",
+        "`torch.distributed._all_gather_base` is a private function and will be deprecated. Please use ...",
+    ],
+)
+def test_deepspeed_collective_renames_are_silenced(message):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet_known_warnings()
+        warnings.warn(message, FutureWarning, stacklevel=1)
+        warnings.warn("`torch.distributed.broadcast` is deprecated.", FutureWarning, stacklevel=1)  # not known: shown
+        warnings.warn(message, UserWarning, stacklevel=1)  # another category: shown
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (FutureWarning, "`torch.distributed.broadcast` is deprecated."),
+        (UserWarning, message),
+    ]
+
+
+def test_deepspeed_cpu_notice_is_dropped_and_nothing_else():
+    import logging
+
+    quiet_known_warnings()
+    quiet_known_warnings()  # twice: one filter
+    logger = logging.getLogger("DeepSpeed")  # DeepSpeed's own logger does not propagate: listen on it directly
+    assert sum(type(f).__name__ == "_DropKnownRecords" for f in logger.filters) == 1
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger.addHandler(handler)
+    try:
+        logger.warning(
+            "Setting accelerator to CPU. If you have GPU or other accelerator, we were unable to detect it."
+        )
+        logger.warning("ds bf16.enabled=True vs hf bf16=False")
+    finally:
+        logger.removeHandler(handler)
+    assert seen == ["ds bf16.enabled=True vs hf bf16=False"]
+
+
+def test_gdpo_installs_the_filters_before_any_subcommand(monkeypatch):
+    """The launcher process (`gdpo train` with accelerate options parses the recipe before launching) is quiet too."""
+    from gdpo_trl.cli import console, main
+
+    calls = []
+    monkeypatch.setattr(console, "quiet_known_warnings", lambda: calls.append("quiet"))
+    assert main.main(["--help"]) == 0
+    assert calls == ["quiet"]
+
+
+def test_compact_progress_prints_lines_not_metric_dicts():
+    from types import SimpleNamespace
+
+    from transformers.trainer_callback import ProgressCallback
+
+    from gdpo_trl.cli.console import use_compact_progress
+
+    class Trainer:
+        callbacks = [ProgressCallback]
+
+        def pop_callback(self, callback):
+            return self.callbacks.pop() if callback in self.callbacks else None
+
+        def add_callback(self, callback):
+            self.callbacks.append(callback)
+
+    trainer = Trainer()
+    use_compact_progress(trainer)
+    progress = trainer.callbacks[0]()
+    written = []
+    progress.training_bar = SimpleNamespace(write=written.append)
+    state = SimpleNamespace(is_world_process_zero=True, global_step=3, max_steps=40)
+    progress.on_log(None, state, None, logs={"rewards/format_reward/mean": 0.5, "loss": 1e-5, "grad_norm": 0.1})
+    progress.on_log(None, state, None, logs={"train_runtime": 12.0, "train_loss": 0.1})  # the Trainer's summary
+    assert written == ["step 3/40 | format 0.50 | loss 1.0e-05"]
+
+
+def test_gdpo_compare_runs_print_the_compact_lines(monkeypatch, tmp_path):
+    """Each run of gdpo compare is built by train_run with the same console hook as gdpo train."""
+    from gdpo_trl.cli import compare
+    from gdpo_trl.cli.console import use_compact_progress
+    from gdpo_trl.recipe import build
+
+    hooks = []
+    monkeypatch.setattr(compare, "run_config", lambda *a: ("script", "training", "model", ["reward"]))
+    monkeypatch.setattr(build, "train_run", lambda *a, on_built=None, **k: hooks.append(on_built))
+    compare.train_one(None, "recipe.yaml", {}, "gdpo", 0)
+    assert hooks == [use_compact_progress]

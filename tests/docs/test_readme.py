@@ -1,7 +1,6 @@
-"""Every fenced block of the README marked ``<!-- runnable -->`` runs, offline, as written.
-
-Python blocks run with the Python that runs the tests, shell blocks with bash and this environment's console scripts
-on the PATH; each in its own temporary folder, with this checkout first on PYTHONPATH.
+"""Every Python block of the README marked ``<!-- runnable -->`` runs, offline, as written: with the Python that runs
+the tests, in its own temporary folder, with this checkout first on PYTHONPATH. (Shell blocks are run by
+tests/docs/test_documented_commands.py.)
 """
 
 import os
@@ -14,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "<!-- runnable -->"
-BLOCK = re.compile(re.escape(MARKER) + r"\n```(python|bash)\n(.*?)\n```", re.S)
+BLOCK = re.compile(re.escape(MARKER) + r"\n```(python)\n(.*?)\n```", re.S)
 
 
 def runnable_blocks() -> list[tuple[str, str, int]]:
@@ -26,8 +25,8 @@ def runnable_blocks() -> list[tuple[str, str, int]]:
 def test_marked_blocks_are_found():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = runnable_blocks()
-    assert len(blocks) == text.count(MARKER)  # every marker sits right above a python or bash fence
-    assert {language for language, _, _ in blocks} == {"python", "bash"}
+    assert len(blocks) == text.count(MARKER)  # every marker sits right above a python fence
+    assert {language for language, _, _ in blocks} == {"python"}
 
 
 @pytest.mark.slow
@@ -39,6 +38,7 @@ def test_readme_block_runs(language, code, line, tmp_path):
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }
-    command = [sys.executable, "-c", code] if language == "python" else ["bash", "-euo", "pipefail", "-c", code]
-    result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, f"README.md line {line}:\n{result.stderr[-3000:]}"

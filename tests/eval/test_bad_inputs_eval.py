@@ -40,7 +40,7 @@ def test_eval_into_a_folder_holding_a_result_is_refused(tmp_path, capsys, task):
 def test_default_folder_keeps_results_apart_and_overwrite_replaces(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert eval_main(FAST) == 0
-    first = tmp_path / "eval-outputs" / "builtin-tiny-sample-test-tok4-first2"
+    first = tmp_path / "outputs" / "eval" / "builtin-tiny-sample-test-tok4-first2"
     before = snapshot(first)
     assert set(before) == {"summary.json", "completions.jsonl"}
 

@@ -5,8 +5,12 @@ import json
 
 import pytest
 
-# bfcl-eval is installed with --no-deps (see gdpo_trl/eval/bfcl.py); without it these tests cannot run at all.
-pytest.importorskip("bfcl_eval", reason='needs bfcl-eval: pip install --no-deps "bfcl-eval==2026.3.23"')
+# bfcl-eval is installed with --no-deps into a folder of its own (see gdpo_trl/eval/bfcl.py); without it these
+# tests cannot run at all.
+from gdpo_trl.eval.bfcl import INSTALL_HINT, use_bfcl_path
+
+if not use_bfcl_path():
+    pytest.skip(f"needs bfcl-eval: {INSTALL_HINT}", allow_module_level=True)
 
 from gdpo_trl.eval.bfcl import (  # noqa: E402
     CATEGORIES,

@@ -6,7 +6,10 @@ import json
 
 import pytest
 
-pytest.importorskip("bfcl_eval", reason='needs bfcl-eval: pip install --no-deps "bfcl-eval==2026.3.23"')
+from gdpo_trl.eval.bfcl import INSTALL_HINT, use_bfcl_path
+
+if not use_bfcl_path():
+    pytest.skip(f"needs bfcl-eval: {INSTALL_HINT}", allow_module_level=True)
 
 from gdpo_trl.eval.bfcl import CATEGORIES, evaluate_bfcl, load_category, score_completion  # noqa: E402
 from gdpo_trl.eval.bfcl_render import answer_calls, answer_completion, render_completion  # noqa: E402

@@ -112,7 +112,7 @@ def test_default_output_dir(tmp_path):
     assert default_output_dir(spec, "data/my.jsonl", "test", sampled, 50).name == "eval-my-test-t0.6-p0.95-n4-first50"
     hub = resolve_model_spec("Qwen/Qwen2.5-1.5B-Instruct")
     assert default_output_dir(hub, "openai/gsm8k", "test", greedy) == Path(
-        "eval-outputs/Qwen--Qwen2.5-1.5B-Instruct-gsm8k-test"
+        "outputs/eval/Qwen--Qwen2.5-1.5B-Instruct-gsm8k-test"
     )
 
 
