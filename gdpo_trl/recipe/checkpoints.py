@@ -185,10 +185,11 @@ def prepare_output_dir(output_dir: str, resume_from_checkpoint, overwrite: bool,
         return
     if not overwrite:
         shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+        # Resuming needs a checkpoint: a run that saved only its final model (save_strategy "no") cannot resume.
+        resume = "Resume it with --resume_from_checkpoint true, or " if list_checkpoints(folder) else ""
         raise InputError(
-            f"output_dir {str(folder)!r} already holds a run ({shown}). Resume it with --resume_from_checkpoint true, "
-            "or start over with --overwrite_output_dir true (deletes that run's checkpoints and model first), or "
-            "choose another --output_dir."
+            f"output_dir {str(folder)!r} already holds a run ({shown}). {resume}choose another --output_dir, or "
+            "start over with --overwrite_output_dir true (deletes that run's checkpoints and model first)."
         )
     if not is_main_process:
         return

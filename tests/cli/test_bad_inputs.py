@@ -112,8 +112,8 @@ TRAIN_ROWS = [
     ("gold_units", {}, [], "data:units", ["row 1", "'5 dollars'"]),
     ("gold_exponent", {}, [], "data:exp", ["row 1", "'1e3'"]),
     ("prompt_too_long", {}, [], "data:long_prompt", ["1 of 3 prompts", "(row 1)", "2048"]),
-    ("out_holds_checkpoints", {}, [], "run:checkpoints", ["already holds a run", "checkpoint-4", "--overwrite"]),
-    ("out_holds_model", {}, [], "run:model", ["already holds a run", "model.safetensors", "--resume"]),
+    ("out_holds_checkpoints", {}, [], "run:checkpoints", ["already holds a run", "checkpoint-4", "--resume_from_checkpoint true", "--overwrite"]),
+    ("out_holds_model", {}, [], "run:model", ["already holds a run", "model.safetensors", "another --output_dir", "--overwrite_output_dir true"]),
     (
         "resume_all_broken",
         {},
