@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.data.files import BUILDERS, load_local_file
 from gdpo_trl.rewards.gsm8k import _parse_number
 
 if TYPE_CHECKING:
@@ -23,11 +23,10 @@ SAMPLE_PATH = Path(__file__).parent / "gsm8k_sample.jsonl"
 REQUIRED_COLUMNS = ("question", "answer")
 
 # File suffix -> `datasets` builder that reads it.
-_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 # Suffixes that mark `source` as a local data file even when it does not exist, so a typo in a path gives
 # FileNotFoundError rather than a confusing Hub lookup. Hub ids never end in these.
-_FILE_LIKE_SUFFIXES = {*_BUILDERS, ".csv", ".tsv", ".txt", ".arrow", ".gz", ".zip"}
+_FILE_LIKE_SUFFIXES = {*BUILDERS, ".csv", ".tsv", ".txt", ".arrow", ".gz", ".zip"}
 
 
 def make_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict]:
@@ -89,25 +88,6 @@ def check_rows(questions: list, solutions: list) -> None:
         parse_gold_answer(solution, index)
 
 
-def check_jsonl(path: Path) -> None:
-    """Fail naming the file and line for an empty file or a line that is not a JSON object (``datasets`` names
-    neither)."""
-    rows = 0
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}:{number}: each line must be a JSON object, got {type(row).__name__}")
-            rows += 1
-    if rows == 0:
-        raise InputError(f"GSM8K data file {path} is empty: it needs one JSON object per line.")
-
-
 def to_gdpo_example(row: dict, index: int) -> dict:
     """Map one raw GSM8K row (``question``, ``answer``) to ``{"prompt": [...], "answer": gold}``."""
     return {"prompt": make_prompt(row["question"]), "answer": parse_gold_answer(row["answer"], index)}
@@ -127,23 +107,7 @@ def _load_raw(source: str, split: str, config: str) -> datasets.Dataset:
         # A Hub id, or a local dataset folder (e.g. a clone of the Hub repo), which load_dataset handles itself.
         return datasets.load_dataset(source, config, split=split)
 
-    path = Path(source).expanduser()
-    if not path.exists():
-        raise FileNotFoundError(f"GSM8K data file not found: {path}")
-    builder = _BUILDERS.get(path.suffix.lower())
-    if builder is None:
-        supported = ", ".join(sorted(_BUILDERS))
-        raise InputError(f"Unsupported GSM8K file type {path.suffix!r} for {path}; supported: {supported}")
-    if path.suffix.lower() == ".jsonl":
-        check_jsonl(path)
-    elif path.stat().st_size == 0:
-        raise InputError(f"GSM8K data file {path} is empty.")
-    # A single file has no splits: the builder puts all of it under "train".
-    try:
-        return datasets.load_dataset(builder, data_files=str(path), split="train")
-    except datasets.exceptions.DatasetGenerationError as error:
-        cause = error.__cause__ or error
-        raise InputError(f"cannot read GSM8K data file {path}: {type(cause).__name__}: {cause}") from error
+    return load_local_file(Path(source).expanduser(), "GSM8K data")
 
 
 def load_gsm8k(

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gdpo_trl.data.files import BUILDERS, load_local_file
 from gdpo_trl.rewards.toolcall import parse_tool_calls
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ own line, one JSON object per line of the form {"name": "<tool name>", "paramete
 and </tool_call> on its own line. If you also have something to say to the user, or need no tool at all, write it \
 inside <response>...</response> on the line after. Call only the tools listed above."""
 
-_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
 
 
 def system_prompt(tools: list[dict]) -> str:
@@ -82,15 +82,10 @@ def _load_raw(source: str, split: str) -> tuple[datasets.Dataset, str]:
     if source == "sample":
         source = str(SAMPLE_PATH)
     path = Path(source).expanduser()
-    if path.suffix.lower() in _BUILDERS or path.exists() or source.startswith((".", "/", "~")):
+    if path.suffix.lower() in BUILDERS or path.exists() or source.startswith((".", "/", "~")):
         if path.is_dir():
             return datasets.load_dataset(str(path), split=split), str(path)
-        if not path.exists():
-            raise FileNotFoundError(f"ToolRL data file not found: {path}")
-        builder = _BUILDERS.get(path.suffix.lower())
-        if builder is None:
-            raise ValueError(f"unsupported ToolRL file type {path.suffix!r} for {path}; use .parquet, .jsonl or .json")
-        return datasets.load_dataset(builder, data_files=str(path), split="train"), str(path)
+        return load_local_file(path, "ToolRL data"), str(path)
     return datasets.load_dataset(source, split=split), source  # a Hub id, for users who mirror the data
 
 

@@ -83,8 +83,27 @@ def test_missing_and_unsupported_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.parquet"):
         load_toolrl(str(tmp_path / "nope.parquet"))
     (tmp_path / "rows.csv").write_text("prompt,answer\n")
-    with pytest.raises(ValueError, match="unsupported ToolRL file type '.csv'"):
+    with pytest.raises(ValueError, match="unsupported ToolRL data file type '.csv'"):
         load_toolrl(str(tmp_path / "rows.csv"))
     path = _write_jsonl(tmp_path / "noprompt.jsonl", [{"answer": GOLD}])
     with pytest.raises(ValueError, match="no 'prompt' column"):
         load_toolrl(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [(b"", "is empty"), (b'{"prompt": "caf\xe9"}\n', "is not UTF-8 text"), (b"{oops\n", ":1: not valid JSON")],
+    ids=["empty", "not-utf8", "bad-json"],
+)
+def test_a_broken_local_file_is_named(tmp_path, content, words):
+    """The same one-line errors for ToolRL and GSM8K files (gdpo_trl.data.files): the file, and the fault."""
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.data.gsm8k import load_gsm8k
+    from gdpo_trl.data.toolrl import load_toolrl
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(content)
+    for load in (load_toolrl, load_gsm8k):
+        with pytest.raises(InputError, match=words) as error:
+            load(str(path))
+        assert str(path) in str(error.value)
