@@ -102,6 +102,14 @@ def check_model_source(name: str | None) -> None:
         raise InputError("model_name_or_path is not set: give a Hub id, a local folder or 'builtin:tiny'.")
     if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().is_dir():
         raise InputError(f"model_name_or_path {name!r} is not a folder: give a saved model's folder or a Hub id.")
+    folder = Path(name).expanduser()
+    if folder.is_dir() and not any((folder / f).is_file() for f in ("config.json", "adapter_config.json")):
+        # transformers would fail later, trying to build a tokenizer, with a message about sentencepiece.
+        inside = sorted(p.name for p in folder.iterdir())[:5]
+        raise InputError(
+            f"model_name_or_path {name!r} is a folder without a model (no config.json; it holds {inside or 'nothing'}): "
+            "give the folder a run saved its model to (its output_dir), a checkpoint-N folder, or a Hub id."
+        )
 
 
 def check_rewards(reward_funcs: list, training_args) -> None:

@@ -359,3 +359,15 @@ def test_use_vllm_without_vllm_is_one_line(tmp_path, capsys, monkeypatch):
     assert code == 2
     assert_one_line_error(err, "gdpo train", ["use_vllm", "vLLM is not installed"])
     assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_without_a_model_is_named(tmp_path, capsys):
+    """Before: transformers failed building a tokenizer, with a message about sentencepiece."""
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump({**BASE_RECIPE, "model_name_or_path": str(empty)}))
+    code, err = run_cli(train_main, ["--config", str(recipe), "--output_dir", str(tmp_path / "out")], capsys)
+    assert code == 2
+    assert_one_line_error(err, "gdpo train", [str(empty), "without a model", "no config.json"])
+    assert not (tmp_path / "out").exists()
