@@ -210,18 +210,30 @@ def summary_table(rows: list[dict], labels: dict[str, str] | None = None) -> str
     return "\n".join(lines)
 
 
-def comparison_table(comparisons: list[Comparison], labels: dict[str, str] | None = None) -> str:
+def format_p(p: float) -> str:
+    """A p-value to 3 decimals, or in scientific notation below 0.001 (so a small p is not shown as 0)."""
+    return f"{p:.3f}" if p >= 0.001 or p == 0 else f"{p:.1e}"
+
+
+def comparison_table(
+    comparisons: list[Comparison], labels: dict[str, str] | None = None, *, bonferroni_m: int | None = None
+) -> str:
     """Markdown: per reward and baseline, GDPO's mean minus the baseline's, Welch's t, df and p, the bootstrap CI
-    and the verdict."""
+    and the verdict; with ``bonferroni_m``, whether a non-level verdict's p is also below 0.05 / m."""
     labels = labels or {}
+    extra = bonferroni_m is not None
+    head = "| reward | GDPO − baseline | baseline | difference | Welch t (df) | Welch p | 95% bootstrap CI | verdict |"
     lines = [
-        "| reward | GDPO − baseline | baseline | difference | Welch t (df) | Welch p | 95% bootstrap CI | verdict |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        head + (f" p < 0.05/{bonferroni_m} |" if extra else ""),
+        "|---|---|---:|---:|---:|---:|---:|---|" + ("---|" if extra else ""),
     ]
     for c in comparisons:
         name = f"{labels.get(c.method, c.method)} − {labels.get(c.other, c.other)}"
-        lines.append(
+        line = (
             f"| {c.reward} | {name} | {c.other_mean:.3f} | {c.diff:+.3f} | {c.welch.t:.2f} ({c.welch.df:.1f}) | "
-            f"{c.welch.p:.3f} | [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}] | **{c.verdict}** |"
+            f"{format_p(c.welch.p)} | [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}] | **{c.verdict}** |"
         )
+        if extra:
+            line += " - |" if c.verdict == LEVEL else (" yes |" if c.welch.p < 0.05 / bonferroni_m else " no |")
+        lines.append(line)
     return "\n".join(lines)

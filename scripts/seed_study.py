@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 from gdpo_trl import results_stats as rs  # noqa: E402
 from gdpo_trl.runs import load_run, reward_names  # noqa: E402
 
-LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo": "GDPO", "gdpo_outcome_only": "GDPO outcome only"}
+LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo_outcome_only": "GDPO outcome only", "gdpo": "GDPO"}
 RUN_DIR = re.compile(r"(?P<method>.+)-seed(?P<seed>\d+)")
 TOTAL = "total"
 DIAGNOSTICS = ("frac_reward_zero_std", "advantages/distinct_per_group", "advantages/distinct_per_group_grpo")
@@ -55,7 +55,8 @@ def load_study(out_dir: Path) -> list[tuple[str, int, object]]:
             found.append((match["method"], int(match["seed"]), load_run(folder)))
     if not found:
         raise SystemExit(f"seed_study: no <method>-seed<N>/trainer_state.json under {out_dir}")
-    return found
+    order = list(LABELS)  # known methods in a fixed order (baselines first), any other after them by name
+    return sorted(found, key=lambda r: (order.index(r[0]) if r[0] in order else len(order), r[0], r[1]))
 
 
 def study_rows(task: str, runs, *, tail: int, total: bool) -> list[dict]:
@@ -70,7 +71,8 @@ def study_rows(task: str, runs, *, tail: int, total: bool) -> list[dict]:
 
 def diagnostics_table(runs) -> str:
     """Per method: each diagnostic's mean over steps, then mean ± std over seeds (exploratory)."""
-    keys = [k for k in sorted({k for _, _, run in runs for k in run.history}) if k.endswith("/frac_zero_std")]
+    every = sorted({k for _, _, run in runs for k in run.history})
+    keys = [k for k in every if k.endswith("/frac_zero_std")] + [k for k in every if k.endswith("/advantage_share")]
     keys += list(DIAGNOSTICS)
     lines = ["| method | " + " | ".join(f"`{k}`" for k in keys) + " |", "|---|" + "---:|" * len(keys)]
     for method in rs.ordered_unique(m for m, _, _ in runs):
@@ -105,8 +107,9 @@ def report(task: str, rows: list[dict], args, runs=None) -> str:
         f"\n## {LABELS.get(args.method, args.method)} against each other method (pre-registered statistic)\n",
         f"Welch's two-sided t-test; 95% percentile bootstrap of the difference of means ({args.resamples} resamples "
         f"per comparison, numpy seed {args.bootstrap_seed}); verdict from the CI: ahead if it excludes 0 on "
-        "GDPO's side, behind if on the other, else level.\n",
-        rs.comparison_table(comparisons, LABELS),
+        "GDPO's side, behind if on the other, else level. Last column (secondary): whether a non-level verdict's p "
+        f"is also below the Bonferroni threshold over the task's comparisons other than `{TOTAL}`.\n",
+        rs.comparison_table(comparisons, LABELS, bonferroni_m=sum(c.reward != TOTAL for c in comparisons)),
     ]
     if runs is not None:
         parts += [

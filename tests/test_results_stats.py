@@ -80,6 +80,10 @@ def test_verdict():
     assert rs.verdict((-0.2, -0.01), higher_is_better=False) == rs.AHEAD
 
 
+def test_format_p():
+    assert rs.format_p(0.0991) == "0.099" and rs.format_p(0.00012) == "1.2e-04" and rs.format_p(0.0) == "0.000"
+
+
 def test_final_value_and_rows():
     values = [float(i) for i in range(20)]
     assert rs.final_value(values, 10) == pytest.approx(14.5)  # mean of 10..19
@@ -112,6 +116,8 @@ def test_json_round_trip_and_tables(tmp_path):
     assert c.diff == pytest.approx(1.0) and c.welch.t == pytest.approx(math.sqrt(1.5)) and c.welch.df == 4
     assert c.verdict == rs.LEVEL  # 3 seeds of spread 1 cannot tell a difference of 1
     assert "| format | gdpo − grpo | 1.000 | +1.000 | 1.22 (4.0) |" in rs.comparison_table([c])
+    with_m = rs.comparison_table([c], bonferroni_m=4)
+    assert with_m.splitlines()[0].endswith("| p < 0.05/4 |") and with_m.splitlines()[-1].endswith("**level** | - |")
     (tmp_path / "bad.json").write_text(json.dumps([{"task": "t", "seed": 0}]))
     with pytest.raises(ValueError):
         rs.read_rows(tmp_path / "bad.json")
@@ -149,7 +155,9 @@ def test_seed_study_script(tmp_path, capsys):
     assert rs.finals(rows, "gdpo", "fmt")[1] == pytest.approx(1.575)
     text = (docs / "toy.md").read_text()
     assert "| GDPO | fmt | 1.575 ± 1.000 | 3 |" in text
-    assert "| total | GDPO − GRPO | 7.500 | +1.000 |" in text and "**ahead**" in text  # total has no seed spread
+    # total has no seed spread: ahead, p = 0; the Bonferroni column counts fmt's one comparison only.
+    assert "| total | GDPO − GRPO | 7.500 | +1.000 |" in text and "**ahead** | yes |" in text and "0.05/1" in text
+    assert text.index("| GRPO | fmt |") < text.index("| GDPO | fmt |")  # baselines first
     assert "| GDPO | 0.250 ± 0.000 | 0.500 ± 0.000 | 3.000 ± 0.000 | 2.000 ± 0.000 |" in text
     # The tables rebuilt from the JSON alone give the same statistics.
     capsys.readouterr()
