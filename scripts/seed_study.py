@@ -1,6 +1,6 @@
-"""Export a gdpo-compare seed study and its pre-registered statistics (docs/results/README.md).
+"""Export a gdpo compare seed study and its pre-registered statistics (docs/results/README.md).
 
-Reads every ``<method>-seed<N>/trainer_state.json`` under a gdpo-compare ``--out-dir`` and writes
+Reads every ``<method>-seed<N>/trainer_state.json`` under a gdpo compare ``--out-dir`` and writes
 
 * ``<docs-dir>/<task>.json``: one row ``{"task", "method", "seed", "reward", "final"}`` per run and reward
   (``total`` is the logged weighted sum ``reward``), ``final`` being the mean of the run's last ``--tail`` logged steps;
@@ -17,13 +17,10 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's gdpo_trl first
-
-from gdpo_trl import results_stats as rs  # noqa: E402
-from gdpo_trl.runs import load_run, reward_names  # noqa: E402
+from gdpo_trl.results import stats as rs
+from gdpo_trl.results.runs import load_run, reward_names
 
 LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo_outcome_only": "GDPO outcome only", "gdpo": "GDPO"}
 RUN_DIR = re.compile(r"(?P<method>.+)-seed(?P<seed>\d+)")
@@ -35,7 +32,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", required=True, help="name of the study: the rows' task and the files' stem")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--out-dir", help="a gdpo-compare --out-dir")
+    source.add_argument("--out-dir", help="a gdpo compare --out-dir")
     source.add_argument("--from-json", help="rows exported before: print the tables (no diagnostics), write nothing")
     parser.add_argument("--docs-dir", default="docs/results")
     parser.add_argument("--method", default="gdpo", help="the method compared with every other")

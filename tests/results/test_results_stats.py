@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gdpo_trl import results_stats as rs
+from gdpo_trl.results import stats as rs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_betainc_hand_values():
