@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import random
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gdpo_trl.data.gsm8k import make_prompt
+from gdpo_trl.demo.build_cli import build_parser, start_build
 from gdpo_trl.demo.traces import TraceMix, gold_answer, make_trace
-from gdpo_trl.demo.warmstart import build_parser, sft_config, start_build, warmstart_problems
+from gdpo_trl.demo.warmstart import train_sft, warmstart_problems
 
 STEP_ERRORS = (1, 2, 3)
 OPERATIONS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a // b}
@@ -98,7 +98,6 @@ def build(path: str | Path, seed: int = 0, recipe: MultistepRecipe | None = None
     """SFT a fresh ``recipe.architecture`` model on the flawed two-step traces; save model and tokenizer."""
     import datasets
     import torch
-    from trl import SFTTrainer
 
     from gdpo_trl.demo.tiny import build_model, build_tokenizer
 
@@ -107,17 +106,7 @@ def build(path: str | Path, seed: int = 0, recipe: MultistepRecipe | None = None
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, recipe.architecture, seed)
     rows = sft_rows(recipe.steps * recipe.batch_size, seed, recipe)
-    dataset = datasets.Dataset.from_list(rows)
-    with tempfile.TemporaryDirectory() as scratch:
-        trainer = SFTTrainer(
-            model=model, args=sft_config(scratch, seed, recipe), train_dataset=dataset, processing_class=tokenizer
-        )
-        trainer.train()
-    path = Path(path)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    model.generation_config.save_pretrained(path)
-    return path
+    return train_sft(model, tokenizer, datasets.Dataset.from_list(rows), recipe, seed, path)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,7 +25,6 @@ import hashlib
 import json
 import math
 import sys
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -129,22 +128,10 @@ def train(path: str | Path, seed: int = 0, recipe: QwenRecipe | None = None) -> 
 
 def build(path: str | Path, seed: int = 0, recipe: QwenRecipe | None = None, *, measure: bool = True) -> Path:
     """Train into ``path``; record the recipe, build time and (with ``measure``) starting rewards in warmstart.json."""
-    from gdpo_trl.demo.warmstart import _count_parameters, measure_rewards
+    from gdpo_trl.demo.warmstart import build_and_record
 
     recipe = recipe or QwenRecipe()
-    start = time.perf_counter()
-    path = train(path, seed, recipe)
-    record = {
-        "seed": seed,
-        "recipe": asdict(recipe),
-        "parameters": _count_parameters(path),
-        "build_seconds": round(time.perf_counter() - start, 1),
-    }
-    if measure:
-        record["starting_rewards"] = measure_rewards(path, seed=seed, recipe=recipe.problems(), progress=True)
-        record["measured_with"] = {"num_prompts": 64, "num_samples": 4, "temperature": 1.0, "split": "eval"}
-    (path / "warmstart.json").write_text(json.dumps(record, indent=2) + "\n")
-    return path
+    return build_and_record(path, seed, recipe, train, measure=measure, problems=recipe.problems())
 
 
 def resolve_warmstart(seed: int = 0) -> str:
@@ -168,21 +155,17 @@ def resolve_warmstart(seed: int = 0) -> str:
     return str(_cached_build(target, build_isolated))
 
 
-def main(argv: list[str] | None = None) -> None:
-    from gdpo_trl.demo.warmstart import build_parser, start_build
+def build_builtin_qwen_warmstart(name: str, seed: int = 0) -> str:
+    """The entry point behind ``builtin:qwen2.5-warmstart[@seed]`` (see :mod:`gdpo_trl.core.plugins`)."""
+    return resolve_warmstart(seed)
 
-    parser = build_parser(__doc__.splitlines()[0])
-    parser.add_argument("--no-measure", dest="measure", action="store_false", help="skip measuring rewards")
-    args = parser.parse_args(argv)
-    start_build(args, "Qwen2.5 warm start: SFT with a progress bar, then (unless --no-measure) sampling")
-    recipe = QwenRecipe() if args.steps is None else QwenRecipe(steps=args.steps)
-    build(args.path, args.seed, recipe, measure=args.measure)
+
+def main(argv: list[str] | None = None) -> None:
+    from gdpo_trl.demo.build_cli import builder_main
+
+    banner = "Qwen2.5 warm start: SFT with a progress bar, then (unless --no-measure) sampling"
+    builder_main(argv, __doc__, banner, QwenRecipe, build)
 
 
 if __name__ == "__main__":
     main()
-
-
-def build_builtin_qwen_warmstart(name: str, seed: int = 0) -> str:
-    """The entry point behind ``builtin:qwen2.5-warmstart[@seed]`` (see :mod:`gdpo_trl.core.plugins`)."""
-    return resolve_warmstart(seed)

@@ -240,7 +240,7 @@ def measure_rewards(model_path: str, num_prompts: int = 64, num_samples: int = 4
 
 
 def main(argv: list[str] | None = None) -> None:
-    from gdpo_trl.demo.warmstart import build_parser, start_build
+    from gdpo_trl.demo.build_cli import build_parser, start_build
 
     parser = build_parser("Build the tool-call warm start into PATH.")
     parser.add_argument("--measure", action="store_true", help="print the starting rewards after building")

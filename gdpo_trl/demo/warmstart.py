@@ -17,19 +17,16 @@ reliably more. :func:`load_warmstart_dataset` gives the same problems for RL.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import itertools
 import json
 import random
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gdpo_trl.cli.console import quiet_known_warnings
 from gdpo_trl.data.gsm8k import make_prompt
 from gdpo_trl.demo.synthetic import generate_problems
 from gdpo_trl.demo.traces import (  # noqa: F401  (re-exported: part of this module's interface)
@@ -171,7 +168,6 @@ def sft_config(output_dir: str, seed: int, recipe: Recipe):
 def train_warmstart(path: str | Path, seed: int = 0, recipe: Recipe | None = None) -> Path:
     """SFT a freshly built ``recipe.architecture`` model on flawed traces; save model and tokenizer to ``path``."""
     import torch
-    from trl import SFTTrainer
 
     from gdpo_trl.demo.tiny import build_model, build_tokenizer
 
@@ -180,6 +176,14 @@ def train_warmstart(path: str | Path, seed: int = 0, recipe: Recipe | None = Non
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, recipe.architecture, seed)
     dataset = sft_dataset(recipe.steps * recipe.batch_size, seed, recipe)  # exactly one epoch of `steps` batches
+    return train_sft(model, tokenizer, dataset, recipe, seed, path)
+
+
+def train_sft(model, tokenizer, dataset, recipe, seed: int, path) -> Path:
+    """One epoch of TRL's ``SFTTrainer`` on ``dataset`` with :func:`sft_config`, then the model, tokenizer and
+    generation config saved to ``path`` (shared by the demo's warm starts)."""
+    from trl import SFTTrainer
+
     with tempfile.TemporaryDirectory() as scratch:
         trainer = SFTTrainer(
             model=model, args=sft_config(scratch, seed, recipe), train_dataset=dataset, processing_class=tokenizer
@@ -197,9 +201,15 @@ def build_warmstart(path: str | Path, seed: int = 0, recipe: Recipe | None = Non
 
     Same ``seed`` and recipe on the same machine give the same weights (see :func:`weights_checksum`).
     """
-    recipe = recipe or Recipe()
+    return build_and_record(path, seed, recipe or Recipe(), train_warmstart, measure=measure)
+
+
+def build_and_record(path, seed: int, recipe, train, *, measure: bool = True, problems=None) -> Path:
+    """``train(path, seed, recipe)``, then ``warmstart.json``: the recipe, parameter count, build time and (with
+    ``measure``) the starting rewards on held-out problems of ``problems`` (default: ``recipe``). Every warm start
+    of the demo records itself this way."""
     start = time.perf_counter()
-    path = train_warmstart(path, seed, recipe)
+    path = train(path, seed, recipe)
     record = {
         "seed": seed,
         "recipe": asdict(recipe),
@@ -207,7 +217,7 @@ def build_warmstart(path: str | Path, seed: int = 0, recipe: Recipe | None = Non
         "build_seconds": round(time.perf_counter() - start, 1),
     }
     if measure:
-        record["starting_rewards"] = measure_rewards(path, seed=seed, recipe=recipe, progress=True)
+        record["starting_rewards"] = measure_rewards(path, seed=seed, recipe=problems or recipe, progress=True)
         record["measured_with"] = {"num_prompts": 64, "num_samples": 4, "temperature": 1.0, "split": "eval"}
     (path / "warmstart.json").write_text(json.dumps(record, indent=2) + "\n")
     return path
@@ -268,32 +278,11 @@ def measure_rewards(
     }
 
 
-def build_parser(description: str) -> argparse.ArgumentParser:
-    """The arguments every warm-start builder takes (this one and the tool-call task's): PATH, seed, steps, threads."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("path", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--steps", type=int, default=None, help="override the recipe's SFT steps (for quick checks)")
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
-    return parser
-
-
-def start_build(args: argparse.Namespace, banner: str) -> None:
-    """Say what comes (TRL's import is silent for seconds), silence known noise, apply ``--threads``."""
-    print(banner, file=sys.stderr, flush=True)
-    quiet_known_warnings()
-    if args.threads is not None:
-        __import__("torch").set_num_threads(args.threads)
-
-
 def main(argv: list[str] | None = None) -> None:
-    """``python -m gdpo_trl.demo.warmstart PATH [--seed N] [--steps N] [--no-measure]``: how ``resolve_model`` builds it."""
-    parser = build_parser(__doc__.splitlines()[0])
-    parser.add_argument("--no-measure", dest="measure", action="store_false", help="skip measuring rewards")
-    args = parser.parse_args(argv)
-    start_build(args, "warm start: loading TRL (about 10 s), then a progress bar per stage")
-    recipe = Recipe() if args.steps is None else Recipe(steps=args.steps)
-    build_warmstart(args.path, args.seed, recipe, measure=args.measure)
+    from gdpo_trl.demo.build_cli import builder_main
+
+    banner = "warm start: loading TRL (about 10 s), then a progress bar per stage"
+    builder_main(argv, __doc__, banner, Recipe, build_warmstart)
 
 
 if __name__ == "__main__":
