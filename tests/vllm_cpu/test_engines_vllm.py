@@ -40,9 +40,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 SYNCED_MAX = 0.02
 STALE_MIN = 0.1  # vLLM left at step 0 while the trainer moved (measured: 0.3 after one step, 0.7 to 0.95 later)
 # Mean summed reward of steps 5 to 16 (32 completions a step) minus the warm start's measured starting reward (1.05).
-# Measured: +0.72 colocate and +0.57 server synced (1 and 2 processes), +0.03 colocate without the sync; sampling
-# noise on it is about 0.07.
-REWARD_GAIN_MIN = 0.25
+# Measured over 8 runs: synced +0.57 to +0.88 (colocate 0.73, 0.82, 0.77; server 0.57 to 0.88), without the sync
+# +0.03 (colocate) and +0.10, +0.13 (server). The threshold sits midway.
+REWARD_GAIN_MIN = 0.35
 
 
 @pytest.fixture(scope="module")
