@@ -1,6 +1,6 @@
 """Checks and teardown around the distributed engines (DeepSpeed, FSDP) that ``gdpo train`` runs under.
 
-Two things the engines do not do for us:
+Three things the engines do not do for us:
 
 - **FSDP on a machine without an accelerator.** accelerate (1.15) only turns FSDP on for GPU-like devices. With an
   FSDP config on a CPU-only machine, ``accelerate launch`` sets ``ACCELERATE_USE_FSDP=true`` and the run silently
@@ -14,11 +14,18 @@ Two things the engines do not do for us:
   teardown in torch and was abandoned). A ZeRO-3 run could so end with one rank aborting after a successful run,
   and ``accelerate launch`` exiting non-zero. :func:`shutdown_distributed` waits for every rank, then destroys the
   process groups while the interpreter is fully alive.
+- **vLLM's groups first.** vLLM colocated in the training processes (TRL's ``vllm_mode="colocate"``) builds its own
+  process groups on top of the default one, and its engine destroys them when it is finalized (at the latest at
+  interpreter exit). Destroying the default group first destroys every group, vLLM's included, so that finalizer
+  then failed in every process (``Exception ignored ... ValueError: Invalid process group specified``). So vLLM's
+  own teardown (``vllm.distributed.parallel_state.cleanup_dist_env_and_memory``, the one its engine runs) goes
+  first; the engine's later run of it finds nothing left to destroy.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 FSDP_ENV = "ACCELERATE_USE_FSDP"  # set by `accelerate launch` from a config with `distributed_type: FSDP`
 
@@ -56,7 +63,8 @@ def check_fsdp_engaged() -> None:
 
 
 def shutdown_distributed() -> None:
-    """Wait for every rank, then destroy the default process group (a no-op outside torch.distributed).
+    """Wait for every rank, then destroy the process groups: vLLM's first, if vLLM runs in this process, by vLLM's own
+    teardown, then the default one (a no-op outside torch.distributed).
 
     Call it last in ``main``, after the model is saved. Idempotent.
     """
@@ -65,4 +73,9 @@ def shutdown_distributed() -> None:
     if not (dist.is_available() and dist.is_initialized()):
         return
     dist.barrier()
-    dist.destroy_process_group()
+    if "vllm.distributed.parallel_state" in sys.modules:  # only vLLM imports it: no need to import vLLM here
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        cleanup_dist_env_and_memory()  # vLLM's groups, then (vLLM does this too) the default one
+    if dist.is_initialized():
+        dist.destroy_process_group()

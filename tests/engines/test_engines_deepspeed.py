@@ -9,6 +9,7 @@ import pytest
 
 from tests.helpers.engines_launch import (
     assert_advantages_are_slices_of_gdpo,
+    assert_main_ran_engine_hooks,
     assert_same_model,
     assert_sharded,
     ddp_reference,
@@ -45,4 +46,5 @@ def test_zero_trains_like_ddp(stage, env, tmp_path, tmp_path_factory, tiny_model
     else:  # ZeRO-2 shards optimizer states and gradients only: every process holds every weight
         assert all(count["local"] == count["full"] for probe in probes for count in probe["params"].values())
     assert_advantages_are_slices_of_gdpo(probes)
+    assert_main_ran_engine_hooks(probes)  # gdpo train's main checked the engine and shut the groups down itself
     assert_same_model(output_dir, ddp_reference(tmp_path_factory, env), tiny_model_path)

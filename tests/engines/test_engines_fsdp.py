@@ -10,6 +10,7 @@ import pytest
 from gdpo_trl.cli.engines import fsdp_fallback_message
 from tests.helpers.engines_launch import (
     assert_advantages_are_slices_of_gdpo,
+    assert_main_ran_engine_hooks,
     assert_same_model,
     assert_sharded,
     ddp_reference,
@@ -36,6 +37,7 @@ def test_fsdp2_shards_and_trains_like_ddp(env, tmp_path, tmp_path_factory, tiny_
         assert probe["engine"]["wrapped_class"].startswith("torch.distributed.fsdp.")
     assert_sharded(probes, dtensor=True)
     assert_advantages_are_slices_of_gdpo(probes)
+    assert_main_ran_engine_hooks(probes)  # gdpo train's main checked the engine and shut the groups down itself
     assert_same_model(output_dir, ddp_reference(tmp_path_factory, env), tiny_model_path)
 
 

@@ -49,18 +49,26 @@ def engine_env(cache_dir: Path, **extra: str) -> dict:
 
 
 def launch(
-    config: str, output_dir: Path, env: dict, num_processes: int = 2, extra_flags: tuple = (), timeout: int = 900
+    config: str,
+    output_dir: Path,
+    env: dict,
+    num_processes: int = 2,
+    extra_flags: tuple = (),
+    timeout: int = 900,
+    *,
+    recipe: Path = CPU_RECIPE,
+    recipe_flags: tuple = (*RECIPE_FLAGS, "--reward_funcs", *TOY_REWARDS),
 ):
     """Run the probe under ``accelerate launch``; fail with the tail of the logs on a non-zero exit or an abort.
 
-    ``extra_flags`` are gdpo train flags appended last (they override the recipe and the flags above).
+    ``recipe`` with ``recipe_flags`` (by default the CPU recipe on the tiny model with the toy rewards, above), then
+    ``extra_flags``, appended last (they override the recipe and the flags before them).
     """
     accelerate = Path(sys.executable).with_name("accelerate")
     command = [
         str(accelerate), "launch", "--config_file", str(ROOT / "accelerate_configs" / config),
         "--num_processes", str(num_processes), "--mixed_precision", "no", "--main_process_port", str(free_port()),
-        str(PROBE), "--config", str(CPU_RECIPE), *RECIPE_FLAGS, "--reward_funcs", *TOY_REWARDS,
-        "--output_dir", str(output_dir), *extra_flags,
+        str(PROBE), "--config", str(recipe), *recipe_flags, "--output_dir", str(output_dir), *extra_flags,
     ]  # fmt: skip
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     logs = result.stdout[-3000:] + result.stderr[-6000:]
@@ -71,6 +79,25 @@ def launch(
 
 def load_probes(output_dir: Path, num_processes: int = 2) -> list[dict]:
     return [json.loads((output_dir / f"probe-rank{rank}.json").read_text()) for rank in range(num_processes)]
+
+
+MAIN = "gdpo_trl.cli.train.main"
+
+
+def assert_main_ran_engine_hooks(probes: list[dict]) -> None:
+    """On every process, gdpo train's own ``main`` (not the probe) parsed the recipe, then called
+    ``check_fsdp_engaged`` before training, trained, then called ``shutdown_distributed``, which left no process
+    group up. The probe records these calls without making them (tests/helpers/engines_probe.py)."""
+    for rank, probe in enumerate(probes):
+        record = probe.get("main")
+        assert record is not None, f"rank {rank}: gdpo train's main did not return normally"
+        events = [(event["event"], event["caller"]) for event in record["events"]]
+        expected = [
+            ("parse_args", MAIN), ("check_fsdp_engaged", MAIN), ("train", None), ("trained", None),
+            ("shutdown_distributed", MAIN),
+        ]  # fmt: skip
+        assert events == expected, (rank, events)
+        assert record["distributed_initialized_after"] is False, rank
 
 
 def assert_advantages_are_slices_of_gdpo(probes: list[dict]) -> None:

@@ -8,7 +8,11 @@ writes ``<output_dir>/probe-rank<r>.json`` with:
 - ``params``: per parameter, the full element count and the count this process holds (a ZeRO-3 or FSDP2 shard is
   smaller than the whole), and whether it is a DTensor (FSDP2);
 - ``batches``: per generation batch, the gathered reward matrix ``[N_global, K]``, the reward weights and the
-  advantages this process trained on (``[N_local]``), so the test recomputes them with ``gdpo_advantages``.
+  advantages this process trained on (``[N_local]``), so the test recomputes them with ``gdpo_advantages``;
+- ``main`` (added once gdpo train's ``main`` has returned): the calls main made, in order, with their callers
+  (``parse_args``, ``check_fsdp_engaged``, ``shutdown_distributed``, and training itself), and whether a process
+  group was still up after main. The probe only watches these calls: it makes none of them itself, so a main that
+  stopped making one fails the tests.
 
 Why not scrape logs: logs say what TRL printed, not what the engine did. Why not a TRL callback: a callback sees
 neither the gathered rewards nor the per-process advantages.
@@ -26,6 +30,8 @@ from gdpo_trl.cli import train as train_cli
 from gdpo_trl.trainer import GDPOTrainer
 
 BATCHES: list[dict] = []
+EVENTS: list[dict] = []  # what gdpo train's main called, in order (see _observe_main)
+PROBE_PATH: Path | None = None
 
 
 def _patch_trainer() -> None:
@@ -50,7 +56,9 @@ def _patch_trainer() -> None:
         return output
 
     def probing_train(self, *args, **kwargs):
+        EVENTS.append({"event": "train", "caller": None})
         result = train(self, *args, **kwargs)
+        EVENTS.append({"event": "trained", "caller": None})
         _write_probe(self)
         return result
 
@@ -86,18 +94,42 @@ def _write_probe(trainer) -> None:
     path = Path(trainer.args.output_dir) / f"probe-rank{accelerator.process_index}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(probe))
+    global PROBE_PATH
+    PROBE_PATH = path
 
 
-def _check_after_parsing(check) -> None:
-    """Run ``check()`` right after gdpo train has parsed its arguments (where main should call it)."""
-    parse = train_cli.parse_args
+def _observe_main() -> None:
+    """Record, in order, what gdpo train's ``main`` does around training, without doing any of it for main.
 
-    def parse_then_check(*args, **kwargs):
-        parsed = parse(*args, **kwargs)
-        check()
-        return parsed
+    ``main`` looks ``parse_args``, ``check_fsdp_engaged`` and ``shutdown_distributed`` up in its module's globals
+    when it runs, so wrapping them there sees each call and its caller: ``EVENTS`` gets ``{"event": name, "caller":
+    "module.function"}``, and ``probing_train`` adds ``train`` and ``trained`` around training. A main that stopped calling a function
+    leaves its event out, and the tests (``assert_main_ran_engine_hooks``) fail.
+    """
 
-    train_cli.parse_args = parse_then_check
+    def observed(name):
+        original = getattr(train_cli, name)
+
+        def wrapper(*args, **kwargs):
+            caller = sys._getframe(1)
+            EVENTS.append({"event": name, "caller": f"{caller.f_globals.get('__name__')}.{caller.f_code.co_name}"})
+            return original(*args, **kwargs)
+
+        setattr(train_cli, name, wrapper)
+
+    for name in ("parse_args", "check_fsdp_engaged", "shutdown_distributed"):
+        observed(name)
+
+
+def _record_exit() -> None:
+    """After main returned: add the events, and whether a process group is still up, to this process's probe."""
+    import torch.distributed as dist
+
+    if PROBE_PATH is None:  # training never finished: there is no probe to complete
+        return
+    probe = json.loads(PROBE_PATH.read_text())
+    probe["main"] = {"events": EVENTS, "distributed_initialized_after": dist.is_available() and dist.is_initialized()}
+    PROBE_PATH.write_text(json.dumps(probe))
 
 
 def main() -> None:
@@ -106,17 +138,13 @@ def main() -> None:
         from tests.helpers.engines_fsdp import force_fsdp_on_cpu
 
         force_fsdp_on_cpu()
-    if os.environ.get("GDPO_TEST_VLLM_SYNC"):  # vLLM on CPU: TRL's weight sync replaced (tests/helpers/vllm_cpu_sync.py)
+    if os.environ.get("GDPO_TEST_VLLM_SYNC"):  # vLLM on CPU: TRL's sync replaced (tests/helpers/vllm_cpu_sync.py)
         from tests.helpers.vllm_cpu_sync import install_from_env
 
         install_from_env()
-    # What gdpo train's main should call once the training arguments exist (see gdpo_trl/cli/engines.py).
-    from gdpo_trl.cli.engines import check_fsdp_engaged, shutdown_distributed
-
-    _check_after_parsing(check_fsdp_engaged)
+    _observe_main()
     train_cli.main(sys.argv[1:])
-    # What gdpo train's main should end with (see gdpo_trl/cli/engines.py): a clean distributed shutdown.
-    shutdown_distributed()
+    _record_exit()
 
 
 if __name__ == "__main__":
