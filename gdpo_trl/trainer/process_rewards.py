@@ -11,6 +11,7 @@ import bisect
 import functools
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Sequence
 
 from gdpo_trl.rewards.process import Steps, completion_text, is_process_reward
@@ -100,6 +101,7 @@ class ProcessRewardSlot:
         self.func, self.__name__ = func, name
         self.steps: list[Steps] | None = None
         self.texts: list[str] | None = None
+        self.warned_empty = False
 
     def __call__(self, completions, **kwargs):
         texts = [completion_text(c) for c in completions]
@@ -108,6 +110,15 @@ class ProcessRewardSlot:
         except Exception as error:  # noqa: BLE001 - re-raised with the function's name
             raise RuntimeError(f"Process reward '{self.__name__}' raised {type(error).__name__}: {error}") from error
         self.steps, self.texts = check_process_output(output, texts, self.__name__), texts
+        if texts and not any(self.steps) and not self.warned_empty:  # as outcome rewards warn (reward_checks)
+            self.warned_empty = True
+            warnings.warn(
+                f"Process reward '{self.__name__}' scored no step in any of the {len(texts)} completions of a batch: "
+                "it adds nothing to that batch's advantages. If it should apply, check the completions' format. "
+                "Warned once.",
+                UserWarning,
+                stacklevel=2,
+            )
         return [sum(s for _, s in steps) / len(steps) if steps else None for steps in self.steps]
 
     def take(self) -> tuple[list[Steps], list[str]]:

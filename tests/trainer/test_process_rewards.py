@@ -283,3 +283,20 @@ def test_text_that_is_not_the_decoded_ids_is_refused():
     check_decoded_texts(["12", "3"], [[1, 2], [3]], decode, "steps")
     with pytest.raises(ValueError, match="Process reward 'steps': completion 1's text is not its decoded token ids"):
         check_decoded_texts(["12", "parsed"], [[1, 2], [3]], decode, "steps")
+
+
+def test_a_process_reward_with_no_step_in_a_batch_warns_once():
+    """As outcome rewards do (reward_checks): all None for a whole batch is named, once."""
+    import warnings
+
+    @process_reward
+    def never_applies(completions, **kwargs):
+        return [None] * len(completions)
+
+    slot = ProcessRewardSlot(never_applies, "never_applies")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert slot(completions=["a", "b"]) == [None, None]
+        slot(completions=["c"])
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "'never_applies' scored no step in any of the 2 completions" in messages[0]
