@@ -127,7 +127,8 @@ def launch_training(recipe_argv: list[str], launch: list[str]) -> None:
         codes = sorted({f.exitcode for f in error.failures.values()}) if isinstance(error, ChildFailedError) else [
             error.returncode
         ]
-        if codes == [EXIT_INPUT_ERROR]:
+        # The launcher stops the other workers with SIGTERM (-15) once one exits: an input error is still one.
+        if EXIT_INPUT_ERROR in codes and set(codes) <= {EXIT_INPUT_ERROR, -15}:
             raise SystemExit(EXIT_INPUT_ERROR) from None
         print(f"gdpo train: error: a training process failed (exit codes {codes}); see its output above.", file=sys.stderr)
         raise SystemExit(1) from None

@@ -103,7 +103,8 @@ def check_model_source(name: str | None) -> None:
     if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().is_dir():
         raise InputError(f"model_name_or_path {name!r} is not a folder: give a saved model's folder or a Hub id.")
     folder = Path(name).expanduser()
-    if folder.is_dir() and not any((folder / f).is_file() for f in ("config.json", "adapter_config.json")):
+    model_files = ("config.json", "adapter_config.json", "model.safetensors", "model.safetensors.index.json")
+    if folder.is_dir() and not any((folder / f).is_file() for f in model_files):
         # transformers would fail later, trying to build a tokenizer, with a message about sentencepiece.
         inside = sorted(p.name for p in folder.iterdir())[:5]
         raise InputError(
