@@ -155,16 +155,16 @@ def load_source(
     if size is not None and size < 1:
         raise ValueError(f"size must be >= 1 or None, got {size}")
     source = find_source(name)
-    generated = [n for n in source_names() if is_generated(n)]
     if seed is not None and not (source and source.generated):
+        generated = [n for n in source_names() if is_generated(n)]
         raise ValueError(f"seed only applies to generated sources {generated}, not to {name!r}")
-    needs_path = [n for n in source_names() if find_source(n).needs_path]
     if source and source.needs_path and path is None:
         raise ValueError(
             f"data source {name!r} needs a path (dataset_path in a recipe, --dataset_path for gdpo eval): a "
             ".parquet/.jsonl/.json file, a dataset folder or a Hub id"
         )
     if path is not None and not (source and source.needs_path):
+        needs_path = [n for n in source_names() if find_source(n).needs_path]
         raise ValueError(
             f"a path only applies to the sources {needs_path}, not to {name!r}; a local GSM8K-style file is "
             "named as the source itself"

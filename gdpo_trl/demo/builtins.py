@@ -9,7 +9,6 @@ leaves a half-written model.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -17,6 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
+from gdpo_trl.demo.build_lock import build_lock as _build_lock  # waits, saying for what and how long
 from gdpo_trl.demo.tiny import ARCHITECTURES, BUILD_VERSION, CHAT_TEMPLATE, SPECIAL_TOKENS, TAGS, save_tiny_model
 
 WARMSTART = "warmstart"  # builtin:warmstart, the SFT warm start of gdpo_trl.demo.warmstart
@@ -63,16 +63,6 @@ def _cached_build(target: Path, build) -> Path:
             except OSError:  # another process won the race (only possible without fcntl)
                 shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-@contextlib.contextmanager
-def _build_lock(path: Path, report_every: float = 30.0):
-    """Hold an exclusive lock on ``path`` (created if missing) for the ``with`` block; while another process holds it,
-    say what this one waits for and, every ``report_every`` seconds, for how long (:mod:`gdpo_trl.demo.build_lock`)."""
-    from gdpo_trl.demo.build_lock import build_lock
-
-    with build_lock(path, report_every):
-        yield
 
 
 # Set by torchrun/accelerate launchers; a child process that inherited them would try to join the parent's job.

@@ -25,26 +25,21 @@ from pathlib import Path
 from gdpo_trl.data.gsm8k import make_prompt
 from gdpo_trl.demo.build_cli import build_parser, start_build
 from gdpo_trl.demo.traces import TraceMix, gold_answer, make_trace
-from gdpo_trl.demo.warmstart import train_sft, warmstart_problems
+from gdpo_trl.demo.warmstart import Recipe, train_sft, warmstart_problems
 
 STEP_ERRORS = (1, 2, 3)
 OPERATIONS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a // b}
 
 
 @dataclass(frozen=True)
-class MultistepRecipe:
-    """The warm start's SFT: :class:`gdpo_trl.demo.warmstart.Recipe`'s fields, two-step templates, step errors."""
+class MultistepRecipe(Recipe):
+    """The warm start's SFT: :class:`gdpo_trl.demo.warmstart.Recipe` with more steps, two-step templates and step
+    errors."""
 
-    architecture: str = "mini"
     steps: int = 800
-    lr_scheduler_type: str = "cosine"
-    warmup_steps: int = 25
-    batch_size: int = 16
-    learning_rate: float = 3e-3
     templates: tuple[str, ...] = ("multiply_groups",)
-    max_factor: int = 7
-    wrong_step: float = 0.2  # per equation: its written result is too high by 1 to 3
     mix: TraceMix = field(default_factory=lambda: TraceMix(broken_format=0.5, wrong_answer=0.0, non_integer=0.45))
+    wrong_step: float = 0.2  # per equation: its written result is too high by 1 to 3
 
 
 def written_equations(equations: list, rng: random.Random, wrong_step: float) -> list[list]:
