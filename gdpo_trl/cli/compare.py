@@ -1,61 +1,98 @@
 """gdpo compare: GRPO, GRPO without std and GDPO (or other methods) from one recipe's warm start, over seeds.
 
-Every run is the recipe (--recipe; default recipes/cpu/gdpo/config.yaml: the SFT warm start ``builtin:warmstart``
+Every run is the recipe (--config; default recipes/cpu/gdpo/config.yaml: the SFT warm start ``builtin:warmstart``
 with the format, correctness and integer rewards on generated problems it never saw in SFT) with the comparison's
 steps and batch, one method's fields and one seed: the model, data, rewards and every other setting are the
 recipe's. A method is a named set of recipe fields (gdpo_trl.results.compare.METHODS: grpo, grpo_no_std, gdpo, gdpo_no_bn,
 and gdpo_outcome_only, which keeps the recipe's process rewards only as logged scores of weight 0). Each run sees
-every prompt once, logs every step and uses the machine's accelerator if it has one. Writes, under --out-dir: one
+every prompt once, logs every step and uses the machine's accelerator if it has one. Writes, under --output_dir: one
 folder per run (with its ``trainer_state.json``), ``comparison.md`` (the table) and ``comparison.png``.
 
     gdpo compare                                   # CPU default: 3 methods x 3 seeds
     gdpo compare --scale 4 --seeds 0 1 2 3 4       # longer, larger batches (for a GPU)
-    gdpo compare --recipe recipes/cpu/toolcall_gdpo/config.yaml --out-dir outputs/compare-toolcall
-    gdpo compare --recipe recipes/cpu/gdpo_process/config.yaml --methods gdpo_outcome_only gdpo \\
-        --out-dir outputs/compare-process          # with vs without the `equations` process reward
+    gdpo compare --config recipes/cpu/toolcall_gdpo/config.yaml --output_dir outputs/compare-toolcall
+    gdpo compare --config recipes/cpu/gdpo_process/config.yaml --methods gdpo_outcome_only gdpo \\
+        --output_dir outputs/compare-process       # with vs without the `equations` process reward
+
+The flags' old spellings (--recipe, --out-dir, --learning-rate, --prompts-per-step, --num-generations,
+--max-completion-length, --threads, --skip-training) still work, with a warning naming the new one.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything here is local
 
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.cli.spellings import renamed
+from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
 from gdpo_trl.core.errors import InputError, input_stage
-from gdpo_trl.recipe.arguments import parse_args as parse_recipe
-from gdpo_trl.recipe.checks import check_recipe_yaml
+from gdpo_trl.recipe.recipe_file import read_recipe
 
 DEFAULT_RECIPE = "recipes/cpu/gdpo/config.yaml"
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The spellings of gdpo compare's flags before they followed gdpo train's (TRL's snake_case): still read, with a warning.
+OLD_SPELLINGS = {
+    "--recipe": "--config",
+    "--out-dir": "--output_dir",
+    "--learning-rate": "--learning_rate",
+    "--prompts-per-step": "--prompts_per_step",
+    "--num-generations": "--num_generations",
+    "--max-completion-length": "--max_completion_length",
+    "--threads": "--cpu_threads",
+    "--skip-training": "--skip_training",
+}
+
+
+class CompareParser(OneLineErrors, argparse.ArgumentParser):
+    pass
 
 
 def parse_args(argv=None):
     from gdpo_trl.results.compare import METHODS
 
-    parser = argparse.ArgumentParser(
+    parser = CompareParser(
         prog="gdpo compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    read_negative_numbers(parser)
     recipe = "(default: the recipe's)"
-    parser.add_argument("--recipe", default=DEFAULT_RECIPE, help="gdpo train recipe every run starts from")
+    parser.add_argument("--config", default=DEFAULT_RECIPE, help="gdpo train recipe every run starts from")
     parser.add_argument("--methods", nargs="+", default=["grpo", "grpo_no_std", "gdpo"], choices=sorted(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--steps", type=int, help=f"optimizer steps per run, times --scale {recipe}")
-    parser.add_argument("--prompts-per-step", type=int, help=f"prompts per step, times --scale {recipe}")
-    parser.add_argument("--num-generations", type=int, help=recipe)
-    parser.add_argument("--max-completion-length", type=int, help=recipe)
-    parser.add_argument("--learning-rate", type=float, help=recipe)
-    parser.add_argument("--threads", type=int, help=f"torch CPU threads {recipe}: cpu_threads")
+    parser.add_argument("--prompts_per_step", type=int, help=f"prompts per step, times --scale {recipe}")
+    parser.add_argument("--num_generations", type=int, help=recipe)
+    parser.add_argument("--max_completion_length", type=int, help=recipe)
+    parser.add_argument("--learning_rate", type=float, help=recipe)
+    parser.add_argument("--cpu_threads", type=int, help=f"torch CPU threads {recipe}")
     parser.add_argument("--scale", type=int, default=1, help="multiply steps and prompts per step (GPU runs)")
     parser.add_argument("--model", help=f"model name or path {recipe}: model_name_or_path")
     parser.add_argument("--gain", type=float, default=0.1, help="'steps to reach' target: start value + gain")
     parser.add_argument("--window", type=int, default=5, help="smoothing window (steps) for the plot and targets")
-    parser.add_argument("--out-dir", default="outputs/compare")
-    parser.add_argument("--skip-training", action="store_true", help="only rebuild table and plot from --out-dir")
-    return parser.parse_args(argv)
+    parser.add_argument("--output_dir", default="outputs/compare")
+    parser.add_argument("--skip_training", action="store_true", help="only rebuild table and plot from --output_dir")
+    args = parser.parse_args(renamed(list(sys.argv[1:] if argv is None else argv), OLD_SPELLINGS, "gdpo compare"))
+    check_flags(args)
+    return args
+
+
+def check_flags(args) -> None:
+    """Counts below their least, named by the flag (the recipe's checks would name the field it sets instead)."""
+    least = {"--steps": 1, "--prompts_per_step": 1, "--num_generations": 2, "--max_completion_length": 1}
+    least.update({"--cpu_threads": 1, "--scale": 1, "--window": 1})
+    for flag, minimum in least.items():
+        value = getattr(args, flag[2:])
+        if value is not None and value < minimum:
+            raise InputError(f"{flag} {value}: must be at least {minimum}.")
+    if args.learning_rate is not None and not args.learning_rate >= 0:
+        raise InputError(f"--learning_rate {args.learning_rate}: must be a number >= 0.")
+    if not args.seeds:
+        raise InputError("--seeds needs at least one seed, e.g. --seeds 0 1 2.")
 
 
 def find_recipe(path: str) -> str:
@@ -63,7 +100,7 @@ def find_recipe(path: str) -> str:
     for candidate in (Path(path), REPO_ROOT / path):
         if candidate.is_file():
             return str(candidate)
-    raise InputError(f"recipe {path!r} not found: pass --recipe with a gdpo train YAML recipe.")
+    raise InputError(f"recipe {path!r} not found: pass --config with a gdpo train YAML recipe.")
 
 
 def recipe_flags(fields: dict) -> list[str]:
@@ -105,14 +142,15 @@ def comparison_fields(args, base) -> dict:
     }
     if args.model is not None:
         fields["model_name_or_path"] = args.model
-    if args.threads is not None:
-        fields["cpu_threads"] = args.threads
+    if args.cpu_threads is not None:
+        fields["cpu_threads"] = args.cpu_threads
     return fields
 
 
 def parse_run(recipe: str, fields: dict):
     """The recipe with ``fields`` set, parsed and checked exactly as ``gdpo train`` parses it."""
-    check_recipe_yaml(["--config", recipe])
+    from gdpo_trl.recipe.arguments import parse_args as parse_recipe
+
     with input_stage("recipe"):
         return parse_recipe(["--config", recipe, *recipe_flags(fields)])
 
@@ -124,7 +162,7 @@ def run_config(args, recipe: str, shared: dict, method: str, seed: int):
     from gdpo_trl.results.compare import METHODS, OUTCOME_ONLY, outcome_only_rewards, run_dir
 
     fields = {k: v for k, v in METHODS[method].items() if k != OUTCOME_ONLY}
-    fields.update(shared, output_dir=str(run_dir(Path(args.out_dir), method, seed)), seed=seed)
+    fields.update(shared, output_dir=str(run_dir(Path(args.output_dir), method, seed)), seed=seed)
     script, training, model = parse_run(recipe, fields)
     rewards = build_reward_funcs(script)
     if METHODS[method].get(OUTCOME_ONLY):
@@ -150,16 +188,17 @@ def main(argv=None):
 
     quiet_known_warnings()  # as gdpo train does; also when started as `python -m gdpo_trl.cli.compare`
     args = parse_args(argv)
+    recipe = find_recipe(args.config)
+    read_recipe(recipe)  # a recipe that cannot be read fails before torch and TRL are imported
     from gdpo_trl.recipe.arguments import build_reward_funcs
     from gdpo_trl.results.compare import METHODS, OUTCOME_ONLY, collect, comparison_table, plot_comparison
     from gdpo_trl.results.runs import reward_key
     from gdpo_trl.rewards import reward_name
 
-    recipe = find_recipe(args.recipe)
     base = parse_run(recipe, {})  # also sets the recipe's `env:` variables
     shared = comparison_fields(args, base)
     model = given(args.model, base[2].model_name_or_path)
-    out_dir = Path(args.out_dir)
+    out_dir = Path(args.output_dir)
     names = [reward_name(f) for f in build_reward_funcs(base[0])]
     wall = {}
     if not args.skip_training:
@@ -179,7 +218,7 @@ def main(argv=None):
     header = (
         f"Model {model}; {len(args.seeds)} seeds {args.seeds}; {steps} steps of {prompts} prompts x "
         f"{shared['num_generations']} completions; lr {shared['learning_rate']}; max "
-        f"{shared['max_completion_length']} completion tokens; recipe {args.recipe}."
+        f"{shared['max_completion_length']} completion tokens; recipe {args.config}."
     )
     if wall:
         header += f" Wall time {sum(wall.values()) / 60:.1f} min for {len(wall)} runs."

@@ -10,50 +10,12 @@ from __future__ import annotations
 import logging
 import re
 import sys
-import warnings
 
-# Warnings raised inside libraries about their own internals, which a user of gdpo-trl cannot act on.
-KNOWN_NOISE = (
-    # TRL 1.16 sets `gradient_checkpointing`, which transformers 5 renamed to `activation_checkpointing`.
-    (FutureWarning, r"`(is_)?gradient_checkpointing.*` is deprecated"),
-    # DeepSpeed (ZeRO-3) calls torch's collectives under their old names; torch 2.13 renamed them.
-    (FutureWarning, r"`torch\.distributed\.(all_gather_into_tensor|reduce_scatter_tensor)` is deprecated"),
-    (FutureWarning, r"`torch\.distributed\._(all_gather|reduce_scatter)_base` is a private function"),
-)
-# Log records of libraries that say nothing a user can act on: (logger name, message prefix).
-KNOWN_LOG_NOISE = (
-    # DeepSpeed, imported by transformers and accelerate whenever it is installed, on every CPU-only process.
-    ("DeepSpeed", "Setting accelerator to CPU."),
-)
+from gdpo_trl.core.noise import quiet_known_warnings  # noqa: F401 (the entry points import it from here)
+
 # Completions printed per logged step when `log_completions` is on and no `num_completions_to_print` is set: TRL
 # prints the whole batch otherwise (hundreds of rows per step).
 DEFAULT_COMPLETIONS_TO_PRINT = 4
-
-
-class _DropKnownRecords(logging.Filter):
-    """Drops a logger's records that start with one of ``prefixes``."""
-
-    def __init__(self, prefixes: tuple[str, ...]):
-        super().__init__()
-        self.prefixes = prefixes
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(self.prefixes)
-
-
-def quiet_known_warnings() -> None:
-    """Silence :data:`KNOWN_NOISE` and :data:`KNOWN_LOG_NOISE` (and only those), in this process. Every entry point
-    calls it first: ``gdpo`` itself, and ``gdpo_trl.cli.train``'s ``main`` in each process accelerate starts. The log
-    filters sit on the named loggers, so they hold for loggers a library creates later under that name."""
-    for category, message in KNOWN_NOISE:
-        warnings.filterwarnings("ignore", message=message, category=category)
-    by_logger: dict[str, tuple[str, ...]] = {}
-    for name, prefix in KNOWN_LOG_NOISE:
-        by_logger[name] = by_logger.get(name, ()) + (prefix,)
-    for name, prefixes in by_logger.items():
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _DropKnownRecords) for f in logger.filters):
-            logger.addFilter(_DropKnownRecords(prefixes))
 
 
 def setup_logging(level: int) -> None:
@@ -71,9 +33,25 @@ def setup_logging(level: int) -> None:
     transformers.utils.logging.set_verbosity(level)
 
 
-def bound_completions_logging(args) -> None:
-    """With ``log_completions`` on and no ``num_completions_to_print``, print :data:`DEFAULT_COMPLETIONS_TO_PRINT`."""
-    if getattr(args, "log_completions", False) and args.num_completions_to_print is None:
+def bound_completions_logging(args, argv: list[str] = (), on_cpu: bool | None = None) -> None:
+    """How many completions TRL prints per logged step when ``log_completions`` is on (it prints the whole batch
+    otherwise, as a table of several lines per completion).
+
+    On a run without an accelerator (a CPU smoke run of a GPU recipe, 350-440 lines of tables per run) none: the
+    console keeps one line per step, and the completions still go to ``output_dir/completions/`` and the trackers.
+    ``--num_completions_to_print N`` on the command line asks for N anyway. Elsewhere the recipe's number, or
+    :data:`DEFAULT_COMPLETIONS_TO_PRINT` when it sets none.
+    """
+    if not getattr(args, "log_completions", False):
+        return
+    asked = any(item.split("=", 1)[0] == "--num_completions_to_print" for item in argv)
+    if on_cpu is None:
+        from gdpo_trl.core.config import accelerator_available
+
+        on_cpu = bool(getattr(args, "use_cpu", False)) or not accelerator_available()
+    if on_cpu and not asked:
+        args.num_completions_to_print = 0  # TRL prints nothing for 0 (trl.trainer.utils.print_prompt_completions_sample)
+    elif args.num_completions_to_print is None:
         args.num_completions_to_print = DEFAULT_COMPLETIONS_TO_PRINT
 
 

@@ -53,8 +53,11 @@ def cli_errors(prog: str) -> Callable:
     def decorate(main: Callable) -> Callable:
         @functools.wraps(main)
         def wrapper(argv: list[str] | None = None):
-            argv, debug = pop_debug_flag(list(sys.argv[1:] if argv is None else argv))
-            debug = debug or os.environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes"}
+            argv, flag = pop_debug_flag(list(sys.argv[1:] if argv is None else argv))
+            debug = flag or os.environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes"}
+            before = os.environ.get(DEBUG_ENV)
+            if flag:  # the flag is gone from argv: a command this one runs (gdpo train's, each process's) reads this
+                os.environ[DEBUG_ENV] = "1"
             try:
                 return main(argv)
             except (InputError, FileNotFoundError) as error:
@@ -64,6 +67,11 @@ def cli_errors(prog: str) -> Callable:
                 if os.environ.get("RANK", "0") == "0":
                     print(f"{prog}: error: {one_line(error)}", file=sys.stderr, flush=True)
                 raise SystemExit(EXIT_INPUT_ERROR) from None
+            finally:
+                if flag and before is None:
+                    os.environ.pop(DEBUG_ENV, None)
+                elif flag:
+                    os.environ[DEBUG_ENV] = before
 
         return wrapper
 

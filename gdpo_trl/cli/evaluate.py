@@ -41,6 +41,7 @@ import argparse
 import sys
 
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
 from gdpo_trl.eval import BACKENDS, DEFAULT_REWARDS, DTYPES, evaluate, format_summary
 from gdpo_trl.eval.bfcl import CATEGORIES, evaluate_bfcl, format_report
 from gdpo_trl.eval.report import BFCL_RESULT_FILES, plan_output_dir, refuse_earlier_result, replacing_results
@@ -64,10 +65,13 @@ DATASET_ONLY = (
 MAX_NEW_TOKENS = {"dataset": 1024, "bfcl": 512}
 
 
+class EvalParser(OneLineErrors, argparse.ArgumentParser):
+    pass
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gdpo eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = EvalParser(prog="gdpo eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    read_negative_numbers(parser)
     parser.add_argument(
         "--model",
         required=True,

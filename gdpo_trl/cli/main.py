@@ -57,12 +57,23 @@ def main(argv: list[str] | None = None) -> int:
 
 @cli_errors("gdpo train")
 def train(argv: list[str]) -> None:
-    """In this process, or, given accelerate options, under ``accelerate launch`` once the recipe has parsed."""
+    """In this process, or, given accelerate options, under ``accelerate launch`` once the recipe has parsed.
+
+    Help, a recipe path given without ``--config`` and a recipe file that cannot be read are answered before torch
+    and TRL are imported (seconds); everything else needs the recipe's dataclasses, hence TRL.
+    """
+    from gdpo_trl.cli.train_help import answer_help
+    from gdpo_trl.recipe.recipe_file import check_bare_recipe, check_recipe_yaml
+
+    if answer_help(argv):
+        return
+    check_bare_recipe(argv)
+    check_recipe_yaml(argv)
     from gdpo_trl.cli import train as train_command
     from gdpo_trl.cli.launch import launch_training, split_launch_args
 
     recipe_argv, launch = split_launch_args(argv)
-    if not launch or "-h" in recipe_argv or "--help" in recipe_argv:
+    if not launch:
         return train_command.main(recipe_argv)
     check_before_launch(recipe_argv)  # one error line here, rather than one traceback per process
     launch_training(recipe_argv, launch)
@@ -72,9 +83,8 @@ def check_before_launch(recipe_argv: list[str]) -> None:
     """Parse and check the recipe as each process will, so a mistake fails once, before any process starts."""
     from gdpo_trl.core.errors import input_stage
     from gdpo_trl.recipe.arguments import parse_args
-    from gdpo_trl.recipe.checks import check_recipe, check_recipe_yaml
+    from gdpo_trl.recipe.checks import check_recipe
 
-    check_recipe_yaml(recipe_argv)
     with input_stage("recipe"):
         script_args, training_args, model_args = parse_args(recipe_argv)
     check_recipe(script_args, training_args, model_args)

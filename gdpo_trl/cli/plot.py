@@ -1,9 +1,10 @@
 """gdpo plot: compare GRPO/GDPO training runs: print a Markdown summary table and write a PNG, one panel per reward.
 
 Example:
-    gdpo plot outputs/grpo outputs/gdpo --names GRPO GDPO --window 5 --out outputs/runs.png --table outputs/runs.md
+    gdpo plot outputs/grpo outputs/gdpo --names GRPO GDPO --window 5 --output_file outputs/runs.png --table outputs/runs.md
 
-Each RUN is an output_dir, a checkpoint folder or a trainer_state.json file.
+Each RUN is an output_dir, a checkpoint folder or a trainer_state.json file. --out, the old spelling of --output_file,
+still works with a warning.
 """
 
 from __future__ import annotations
@@ -13,19 +14,29 @@ import sys
 from pathlib import Path
 
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.cli.spellings import renamed
+from gdpo_trl.core.argparsing import OneLineErrors
+from gdpo_trl.core.errors import InputError
 from gdpo_trl.results.plots import plot_runs
 from gdpo_trl.results.runs import load_runs, summary_table
 
+OLD_SPELLINGS = {"--out": "--output_file"}
+
+
+class PlotParser(OneLineErrors, argparse.ArgumentParser):
+    pass
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gdpo plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = PlotParser(prog="gdpo plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", metavar="RUN", help="output_dir, checkpoint folder or trainer_state.json")
     parser.add_argument("--names", nargs="+", help="legend names, one per RUN (default: the output_dir names)")
     parser.add_argument("--window", type=int, default=1, help="moving-average window in logged points (default: 1)")
     parser.add_argument(
-        "--out", type=Path, default=Path("outputs/runs.png"), help="PNG to write (default: outputs/runs.png)"
+        "--output_file",
+        type=Path,
+        default=Path("outputs/runs.png"),
+        help="image to write (default: outputs/runs.png; a name without a suffix gets .png, a folder runs.png)",
     )
     parser.add_argument("--table", type=Path, help="also write the Markdown table to this file")
     parser.add_argument("--title", help="figure title")
@@ -35,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 @cli_errors("gdpo plot")
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(renamed(argv, OLD_SPELLINGS, "gdpo plot"))
     if args.window < 1:
         parser.error(f"--window must be >= 1, got {args.window}")
     if args.names is not None and len(args.names) != len(args.runs):
@@ -43,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         runs = load_runs(args.runs, args.names)
     except (FileNotFoundError, ValueError) as err:  # ValueError covers unreadable JSON too
-        parser.error(str(err))  # exits 2 with the message and no traceback
+        raise InputError(str(err)) from None  # one line, exit 2 (cli_errors)
 
     table = summary_table(runs)
     print(table, end="")
@@ -53,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         args.table.write_text(table, encoding="utf-8")
         print(f"wrote table to {args.table}", file=sys.stderr)
     try:
-        out = plot_runs(runs, args.out, window=args.window, title=args.title)
-    except ValueError as err:  # no run has anything to plot
-        parser.error(str(err))
+        out = plot_runs(runs, args.output_file, window=args.window, title=args.title)
+    except ValueError as err:  # no run has anything to plot, or a format matplotlib cannot write
+        raise InputError(str(err)) from None
     print(f"wrote plot to {out}", file=sys.stderr)
     return 0
 

@@ -19,22 +19,25 @@ from __future__ import annotations
 from gdpo_trl.cli.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
 from gdpo_trl.cli.engines import check_fsdp_engaged, shutdown_distributed
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.cli.train_help import answer_help
 from gdpo_trl.core.errors import input_stage
 from gdpo_trl.recipe.arguments import parse_args
 from gdpo_trl.recipe.build import train_run
-from gdpo_trl.recipe.checks import check_recipe_yaml
+from gdpo_trl.recipe.recipe_file import check_bare_recipe
 
 
 @cli_errors("gdpo train")
 def main(argv: list[str] | None = None) -> None:
     """Parse the recipe and flags, then build, train and save (:func:`gdpo_trl.recipe.build.train_run`)."""
+    if answer_help(argv):
+        return
     quiet_known_warnings()
-    check_recipe_yaml(argv)
-    with input_stage("recipe"):
+    check_bare_recipe(argv)
+    with input_stage("recipe"):  # parse_args checks the recipe file first
         script_args, training_args, model_args = parse_args(argv)
     check_fsdp_engaged()  # an FSDP config on a CPU-only machine would silently run DDP
     setup_logging(training_args.get_process_log_level())
-    bound_completions_logging(training_args)
+    bound_completions_logging(training_args, argv)
     trainer = train_run(script_args, training_args, model_args, on_built=use_compact_progress)
     if trainer.accelerator.is_main_process:
         print(final_summary(trainer, training_args.output_dir), flush=True)

@@ -14,6 +14,7 @@ from gdpo_trl.core.advantages import SCALES
 from gdpo_trl.core.conditions import check_condition_graph, parse_condition
 from gdpo_trl.core.config_checks import as_weights, check_ranges
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.noise import quiet_known_warnings
 
 AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize")
 
@@ -128,6 +129,7 @@ class GDPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
+        quiet_known_warnings()  # the Python API as quiet as the gdpo command (TrainingArguments warns from here on)
         # Checked before GRPOConfig's own checks, which would fail on these with a ZeroDivisionError or an
         # AttributeError that names no field.
         if isinstance(self.num_generations, int) and self.num_generations < 2:
@@ -142,6 +144,8 @@ class GDPOConfig(GRPOConfig):
         if self.bf16 is None and not self.fp16 and (self.use_cpu or not accelerator_available()):
             # TRL turns bf16 on by default, which transformers refuses on a CPU-only machine; follow the hardware.
             self.bf16 = False
+        if self.dataloader_pin_memory and (self.use_cpu or not accelerator_available()):
+            self.dataloader_pin_memory = False  # pinning needs an accelerator; torch warns at every epoch otherwise
         super().__post_init__()
         if self.multi_objective_aggregation not in AGGREGATIONS:
             raise InputError(

@@ -5,13 +5,15 @@ from __future__ import annotations
 import difflib
 import sys
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser
 
+from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
 from gdpo_trl.core.config import GDPOConfig, parse_json_dict
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.recipe.recipe_file import RECIPE_SUFFIXES, check_recipe_yaml, recipe_argument
+from gdpo_trl.recipe.recipe_values import read_values
 
 
 @dataclass
@@ -127,19 +129,30 @@ def check_script_args(script_args) -> None:
 DATACLASSES = (GDPOScriptArguments, GDPOConfig, ModelConfig)
 
 
+class RecipeParser(OneLineErrors, TrlParser):
+    """TrlParser for ``gdpo train``: a usage error is one line (an InputError), ``-1e-3`` is a value, and the recipe's
+    values are read as their flags would be (:func:`gdpo_trl.recipe.recipe_values.read_values`), naming the file."""
+
+    def __init__(self, dataclass_types=DATACLASSES, recipe: str | None = None, **kwargs):
+        super().__init__(dataclass_types, prog="gdpo train", allow_abbrev=False, **kwargs)
+        read_negative_numbers(self)
+        self.recipe = recipe
+
+    def set_defaults_with_config(self, **config) -> list[str]:
+        return super().set_defaults_with_config(**read_values(self._actions, config, self.recipe))
+
+
 def parse_args(argv: list[str] | None = None) -> tuple[GDPOScriptArguments, GDPOConfig, ModelConfig]:
     """Parse ``--config`` YAML and command-line flags (flags win) into the three dataclasses.
 
-    Unknown YAML keys and flags raise a ``ValueError`` naming each with the closest field names. ``allow_abbrev=False``:
-    with hundreds of flags, argparse's prefix matching would silently read a typo such as ``--max_step`` as
-    ``--max_steps``.
+    The recipe file is checked first (:func:`gdpo_trl.recipe.recipe_file.read_recipe`: missing, binary, not UTF-8,
+    bad YAML, a key twice). Unknown YAML keys and flags raise a ``ValueError`` naming each with the closest field
+    names. ``allow_abbrev=False``: with hundreds of flags, argparse's prefix matching would silently read a typo such
+    as ``--max_step`` as ``--max_steps``.
     """
-    parser = TrlParser(DATACLASSES, allow_abbrev=False)
     args = list(sys.argv[1:] if argv is None else argv)
-    if "--config" in args[:-1] and not Path(recipe := args[args.index("--config") + 1]).is_file():
-        raise FileNotFoundError(
-            f"Recipe {recipe!r} not found: pass --config with a YAML file, e.g. recipes/cpu/gdpo/config.yaml."
-        )
+    check_recipe_yaml(args)
+    parser = RecipeParser(recipe=recipe_argument(args))
     *parsed, yaml_unknown, cli_unknown = parser.parse_args_and_config(
         args, return_remaining_strings=True, separate_remaining_strings=True
     )
@@ -157,6 +170,8 @@ def check_unknown(yaml_keys: list[str], cli_args: list[str]) -> None:
         for name in names:
             close = difflib.get_close_matches(name.lstrip("-").replace("-", "_"), known, n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            if name.endswith(RECIPE_SUFFIXES) and not name.startswith("-"):
+                hint = f" (did you mean `--config {name}`?)"
             problems.append(f"unknown {label} {name.lstrip('-') if label == 'YAML key' else name!r}{hint}")
     raise ValueError("; ".join(problems) + ". Run `gdpo train --help` for every field.")
 

@@ -11,39 +11,12 @@ from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.recipe.output_checks import check_output_dir
+from gdpo_trl.recipe.recipe_file import check_recipe_yaml  # noqa: F401 (moved there; imported from here by callers)
 
 logger = logging.getLogger("gdpo_trl.recipe.checks")
 
 # Config keys where a model stores how many positions it has, most common first.
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
-
-
-def check_recipe_yaml(argv: list[str]) -> None:
-    """A ``--config`` YAML that does not parse fails naming the file, line and column (PyYAML names neither file).
-
-    ``--config`` with no value (last, or followed by another flag) is an error too: TrlParser would fail with an
-    ``IndexError`` traceback, or read the next flag as the file name.
-    """
-    if "--config" not in argv:
-        return
-    if argv.index("--config") + 1 >= len(argv) or argv[argv.index("--config") + 1].startswith("--"):
-        raise InputError("--config needs a recipe file: gdpo train --config recipes/cpu/gdpo/config.yaml")
-    import yaml
-
-    path = Path(argv[argv.index("--config") + 1])
-    if not path.is_file():
-        raise InputError(
-            f"Recipe {str(path)!r} not found: pass --config with a YAML file, e.g. recipes/cpu/gdpo/config.yaml."
-        )
-    try:
-        config = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        problem = getattr(error, "problem", None) or str(error)
-        raise InputError(f"recipe {where}: YAML syntax error: {problem}") from None
-    if config is not None and not isinstance(config, dict):
-        raise InputError(f"recipe {path}: must be a mapping of field: value, got a {type(config).__name__}.")
 
 
 def fit_to_machine(training_args, model_args) -> None:

@@ -67,7 +67,16 @@ def plot_runs(runs: list[Run], out_png: str | os.PathLike, *, window: int = 1, t
     note = f"moving average over {window} logged points" if window > 1 else ""
     if title or note:
         fig.suptitle(" - ".join(part for part in (title, note) if part))
-    out = Path(out_png)
+    out = png_path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     return out
+
+
+def png_path(out: str | os.PathLike) -> Path:
+    """Where a figure asked for at ``out`` is written: a folder gets ``runs.png`` inside it, a name without a suffix
+    gets ``.png`` (matplotlib would add it without saying so), any other name is kept."""
+    out = Path(out)
+    if out.is_dir():
+        return out / "runs.png"
+    return out if out.suffix else out.with_name(out.name + ".png")

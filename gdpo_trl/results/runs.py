@@ -119,8 +119,14 @@ def history_from_log(log_history: list[dict]) -> dict[str, Series]:
 def load_run(path: str | os.PathLike, name: str | None = None) -> Run:
     """Load one run; ``name`` defaults to the output_dir's folder name (a checkpoint's parent folder)."""
     state_file = find_trainer_state(path)
-    with open(state_file, encoding="utf-8") as f:
-        state = json.load(f)
+    try:
+        state = json.loads(Path(state_file).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        where = f" at line {error.lineno}" if isinstance(error, json.JSONDecodeError) else ""
+        raise ValueError(
+            f"{state_file} is not valid JSON{where} (damaged, or cut short by a run stopped while saving): "
+            "plot another checkpoint of the run, or rerun it."
+        ) from None
     log_history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(log_history, list):
         # ValueError (like bad JSON), so callers handle every malformed file with one except clause.

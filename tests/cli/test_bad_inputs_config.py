@@ -57,7 +57,8 @@ CONFIG_ROWS = [
         ["reward_conditions", "'high'"],
     ),
     ("weights_word", {"reward_weights": [1, "heavy", 1]}, [], ["reward_weights[1]", "'heavy'"]),
-    ("weights_scalar", {"reward_weights": 2}, [], ["reward_weights=2", "one number per reward"]),
+    # A single value where a list belongs is read as a one-element list, as the flag reads it (recipe_values.py).
+    ("weights_scalar", {"reward_weights": 2}, [], ["reward_weights has 1 weights for 3 reward functions"]),
     ("weights_final_nan", {"reward_weights_final": [1, math.nan, 1]}, [], ["reward_weights_final[1]", "nan"]),
     ("config_without_value", {}, ["--config"], ["--config needs a recipe file"]),
     ("config_followed_by_a_flag", {}, ["--config", "--max_steps", "2"], ["--config needs a recipe file"]),

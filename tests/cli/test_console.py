@@ -34,13 +34,26 @@ def test_only_known_warnings_are_silenced():
     assert [str(w.message) for w in caught] == ["`max_steps` is deprecated"]
 
 
-@pytest.mark.parametrize(("log", "given", "expected"), [(True, None, 4), (True, 10, 10), (False, None, None)])
-def test_completions_logging_is_bounded(log, given, expected):
+@pytest.mark.parametrize(
+    ("log", "given", "on_cpu", "argv", "expected"),
+    [
+        (True, None, False, [], 4),
+        (True, 10, False, [], 10),
+        (False, None, False, [], None),
+        # A CPU run prints no completion table (the LoRA smoke recipe asks for 4 per step: 400 lines a run) ...
+        (True, 4, True, [], 0),
+        (True, None, True, [], 0),
+        # ... unless the command line asks for it.
+        (True, 3, True, ["--num_completions_to_print", "3"], 3),
+        (True, 3, True, ["--num_completions_to_print=3"], 3),
+    ],
+)
+def test_completions_logging_is_bounded(log, given, on_cpu, argv, expected):
     class Args:
         log_completions, num_completions_to_print = log, given
 
     args = Args()
-    bound_completions_logging(args)
+    bound_completions_logging(args, argv, on_cpu=on_cpu)
     assert args.num_completions_to_print == expected
 
 

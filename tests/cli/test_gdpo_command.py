@@ -78,7 +78,7 @@ def test_compare_refuses_a_bad_recipe_exactly_as_train_does(tmp_path, capsys):
     errors = []
     for command in (["train", "--config", str(recipe)], None):
         with pytest.raises(SystemExit) as exit_info:
-            gdpo(command) if command else compare(["--recipe", str(recipe), "--out-dir", str(tmp_path / "c")])
+            gdpo(command) if command else compare(["--config", str(recipe), "--output_dir", str(tmp_path / "c")])
         assert exit_info.value.code == 2
         errors.append(capsys.readouterr().err.strip().split(": error: ", 1))
     (train_prog, train_error), (compare_prog, compare_error) = errors

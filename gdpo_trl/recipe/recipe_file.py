@@ -1,0 +1,107 @@
+"""The recipe file of ``--config``, read and checked before torch and TRL are imported (seconds sooner).
+
+Every problem is an :class:`~gdpo_trl.core.errors.InputError` naming the file (and the line where there is one) and the
+fix: ``--config`` without a file, a file that is missing, a folder, unreadable, binary or not UTF-8, YAML that does
+not parse, a document that is not a mapping, and a key written twice (PyYAML keeps the last one without a word).
+Only PyYAML is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from pathlib import Path
+
+from gdpo_trl.core.errors import InputError
+
+CONFIG_FLAG = "--config"
+EXAMPLE = "gdpo train --config recipes/cpu/gdpo/config.yaml"
+RECIPE_SUFFIXES = (".yaml", ".yml")
+
+
+def recipe_argument(argv: list[str]) -> str | None:
+    """The value of ``--config`` in ``argv`` (None when there is no ``--config``); an error when it has none."""
+    if CONFIG_FLAG not in argv:
+        return None
+    i = argv.index(CONFIG_FLAG)
+    if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
+        raise InputError(f"--config needs a recipe file: {EXAMPLE}")
+    return argv[i + 1]
+
+
+def check_bare_recipe(argv: list[str]) -> None:
+    """``gdpo train recipe.yaml``: a recipe given without ``--config`` (argparse would call it an unknown argument)."""
+    if argv and not argv[0].startswith("-") and (argv[0].endswith(RECIPE_SUFFIXES) or Path(argv[0]).is_file()):
+        raise InputError(f"{argv[0]!r} is not an option: did you mean `--config {argv[0]}`?")
+
+
+def read_recipe(path: str | Path) -> dict:
+    """The recipe at ``path`` as a dict (``{}`` for an empty file), or an InputError naming the file and the fix."""
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"Recipe {str(path)!r} not found: pass --config with a YAML file, e.g. {EXAMPLE}.")
+    if path.is_dir():
+        raise InputError(f"recipe {path} is a folder: pass --config with the YAML file inside it (config.yaml).")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"recipe {path}: cannot be read ({error.strerror}): check its permissions.") from None
+    if b"\0" in data:
+        raise InputError(f"recipe {path}: is a binary file, not YAML text: pass --config with a .yaml recipe.")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise InputError(
+            f"recipe {path}:{line}: is not UTF-8 text (byte 0x{data[error.start]:02x}): save it as UTF-8."
+        ) from None
+    try:
+        config = yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader subclass
+    except _DuplicateKey as error:
+        raise InputError(
+            f"recipe {path}:{error.line}: key {error.key!r} appears twice (first on line {error.first}): keep one."
+        ) from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        problem = getattr(error, "problem", None) or str(error)
+        raise InputError(f"recipe {where}: YAML syntax error: {problem}") from None
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise InputError(f"recipe {path}: must be a mapping of field: value, got a {type(config).__name__}.")
+    return config
+
+
+def check_recipe_yaml(argv: list[str]) -> dict | None:
+    """Check the ``--config`` file of ``argv`` (see :func:`read_recipe`); its contents, or None without ``--config``."""
+    recipe = recipe_argument(argv)
+    return None if recipe is None else read_recipe(recipe)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key, line: int, first: int):
+        super().__init__(key)
+        self.key, self.line, self.first = key, line, first
+
+
+def _unique_key_loader():
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        """PyYAML's safe loader, refusing a mapping key written twice instead of keeping the last value."""
+
+        def construct_mapping(self, node, deep=False):
+            seen = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if not isinstance(key, Hashable):
+                    continue  # SafeLoader refuses it itself, with its line
+                if key in seen:
+                    raise _DuplicateKey(key, line, seen[key])
+                seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
