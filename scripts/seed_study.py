@@ -1,6 +1,6 @@
 """Export a gdpo compare seed study and its pre-registered statistics (docs/results/README.md).
 
-Reads every ``<method>-seed<N>/trainer_state.json`` under a gdpo compare ``--out-dir`` and writes
+Reads every ``<method>-seed<N>/trainer_state.json`` under a gdpo compare ``--output_dir`` and writes
 
 * ``<docs-dir>/<task>.json``: one row ``{"task", "method", "seed", "reward", "final"}`` per run and reward
   (``total`` is the logged weighted sum ``reward``), ``final`` being the mean of the run's last ``--tail`` logged steps;
@@ -32,7 +32,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", required=True, help="name of the study: the rows' task and the files' stem")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--out-dir", help="a gdpo compare --out-dir")
+    source.add_argument("--out-dir", help="a gdpo compare --output_dir")
     source.add_argument("--from-json", help="rows exported before: print the tables (no diagnostics), write nothing")
     parser.add_argument("--docs-dir", default="docs/results")
     parser.add_argument("--method", default="gdpo", help="the method compared with every other")

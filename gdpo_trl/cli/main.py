@@ -2,7 +2,7 @@
 
     gdpo train   --config recipes/cpu/gdpo/config.yaml [--num_processes 2 | --accelerate_config zero3 ...]
     gdpo eval    --model outputs/cpu-gdpo --dataset warmstart
-    gdpo compare --recipe recipes/cpu/gdpo/config.yaml --seeds 0 1 2
+    gdpo compare --config recipes/cpu/gdpo/config.yaml --seeds 0 1 2
     gdpo plot    outputs/cpu-gdpo outputs/cpu-grpo
 
 ``gdpo <subcommand> --help`` shows each one's options. Input errors print one line and exit 2 (``--debug`` or

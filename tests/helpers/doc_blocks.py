@@ -135,9 +135,9 @@ def writes(command: str, root: Path = ROOT) -> list[str]:
     if tokens[:2] == ["gdpo", "eval"]:
         return [flag(tokens, "--output_dir") or "?"]
     if tokens[:2] == ["gdpo", "compare"]:
-        return [flag(tokens, "--out-dir") or "outputs/compare"]
+        return [flag(tokens, "--output_dir") or flag(tokens, "--out-dir") or "outputs/compare"]
     if tokens[:2] == ["gdpo", "plot"]:
-        return [flag(tokens, "--out") or "outputs/runs.png"]
+        return [flag(tokens, "--output_file") or flag(tokens, "--out") or "outputs/runs.png"]
     if tokens[:2] == ["python", "scripts/advantage_groups.py"]:
         return [flag(tokens, "--out") or "outputs/advantage_groups.png"]
     if tokens[:3] == ["python", "-m", "gdpo_trl.demo.toolcall_task"]:

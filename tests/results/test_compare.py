@@ -49,7 +49,7 @@ def test_three_step_comparison_writes_table_and_plot(tmp_path):
     from gdpo_trl.cli import compare as compare_methods
 
     out = tmp_path / "compare"
-    compare_methods.main(["--steps", "3", "--seeds", "0", "1", "--methods", "grpo", "gdpo", "--out-dir", str(out)])
+    compare_methods.main(["--steps", "3", "--seeds", "0", "1", "--methods", "grpo", "gdpo", "--output_dir", str(out)])
     table = (out / "comparison.md").read_text()
     for method in ("GRPO", "GDPO"):
         for reward in ("format_reward", "correctness_reward", "integer_reward", "reward"):
@@ -69,8 +69,8 @@ def _shared(*flags, recipe="gdpo"):
     from gdpo_trl.cli import compare
     from gdpo_trl.recipe.arguments import parse_args
 
-    args = compare.parse_args(["--recipe", _recipe(recipe), *flags])
-    return args, compare.comparison_fields(args, parse_args(["--config", args.recipe]))
+    args = compare.parse_args(["--config", _recipe(recipe), *flags])
+    return args, compare.comparison_fields(args, parse_args(["--config", args.config]))
 
 
 def test_comparison_settings_come_from_the_recipe_unless_given():
@@ -80,7 +80,7 @@ def test_comparison_settings_come_from_the_recipe_unless_given():
     assert (shared["max_completion_length"], shared["learning_rate"]) == (48, 3e-4)
     assert _shared(recipe="toolcall_gdpo")[1]["max_completion_length"] == 160
     # --scale multiplies steps and prompts per step; the flags win over the recipe.
-    _, shared = _shared("--scale", "2", "--prompts-per-step", "3", "--num-generations", "4", "--steps", "5")
+    _, shared = _shared("--scale", "2", "--prompts_per_step", "3", "--num_generations", "4", "--steps", "5")
     assert (shared["max_steps"], shared["per_device_train_batch_size"], shared["num_generations"]) == (10, 24, 4)
     assert (shared["logging_steps"], shared["save_strategy"]) == (1, "no")  # a curve point per step, no checkpoints
 
@@ -91,8 +91,8 @@ def test_each_run_is_the_recipe_with_the_method_fields_and_seed(method, tmp_path
     from gdpo_trl.results.compare import METHODS, OUTCOME_ONLY
 
     assert set(METHODS[method]) <= {"multi_objective_aggregation", "scale_rewards", "gdpo_batch_norm", OUTCOME_ONLY}
-    args, shared = _shared("--out-dir", str(tmp_path), "--max-completion-length", "20")
-    _, config, model, rewards = compare.run_config(args, args.recipe, shared, method, seed=3)
+    args, shared = _shared("--output_dir", str(tmp_path), "--max_completion_length", "20")
+    _, config, model, rewards = compare.run_config(args, args.config, shared, method, seed=3)
     for name, value in METHODS[method].items():
         if name != OUTCOME_ONLY:
             assert getattr(config, name) == value
@@ -106,10 +106,10 @@ def test_outcome_only_keeps_process_rewards_as_weight_zero_scores(tmp_path):
     from gdpo_trl.cli import compare
     from gdpo_trl.rewards.process import is_process_reward
 
-    args, shared = _shared("--out-dir", str(tmp_path), recipe="gdpo_process")
-    _, config, _, rewards = compare.run_config(args, args.recipe, shared, "gdpo", seed=0)
+    args, shared = _shared("--output_dir", str(tmp_path), recipe="gdpo_process")
+    _, config, _, rewards = compare.run_config(args, args.config, shared, "gdpo", seed=0)
     assert config.reward_weights is None and is_process_reward(rewards[3])  # the recipe as is: trained on
-    _, config, _, rewards = compare.run_config(args, args.recipe, shared, "gdpo_outcome_only", seed=0)
+    _, config, _, rewards = compare.run_config(args, args.config, shared, "gdpo_outcome_only", seed=0)
     assert config.reward_weights == [1.0, 1.0, 1.0, 0.0]
     score = rewards[3]
     assert not is_process_reward(score) and score.__name__ == "equations_reward"  # logged under the same name
@@ -158,9 +158,9 @@ def test_two_step_comparison_of_another_recipe(recipe, model, methods, rows, tot
     from gdpo_trl.cli import compare
 
     out = tmp_path / "compare"
-    argv = ["--recipe", _recipe(recipe), "--steps", "2", "--seeds", "0", *(["--model", model] if model else [])]
+    argv = ["--config", _recipe(recipe), "--steps", "2", "--seeds", "0", *(["--model", model] if model else [])]
     compare.main(
-        [*argv, "--prompts-per-step", "2", "--num-generations", "2", "--methods", *methods, "--out-dir", str(out)]
+        [*argv, "--prompts_per_step", "2", "--num_generations", "2", "--methods", *methods, "--output_dir", str(out)]
     )
     table = (out / "comparison.md").read_text()
     for method in methods:

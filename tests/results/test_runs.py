@@ -222,7 +222,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_cli_prints_table_and_writes_files(run_dirs, tmp_path):
     out, table = tmp_path / "runs.png", tmp_path / "runs.md"
-    result = _cli(*map(str, run_dirs), "--names", "A", "B", "--window", "2", "--out", str(out), "--table", str(table))
+    flags = ["--names", "A", "B", "--window", "2", "--output_file", str(out), "--table", str(table)]
+    result = _cli(*map(str, run_dirs), *flags)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("| run | reward |")
     assert "| A | format_reward |" in result.stdout
@@ -233,7 +234,7 @@ def test_cli_prints_table_and_writes_files(run_dirs, tmp_path):
 
 
 def test_cli_bad_path_exits_2(tmp_path):
-    result = _cli(str(tmp_path / "missing_run"), "--out", str(tmp_path / "x.png"))
+    result = _cli(str(tmp_path / "missing_run"), "--output_file", str(tmp_path / "x.png"))
     assert result.returncode == 2
     assert "trainer_state.json" in result.stderr
     assert "missing_run" in result.stderr
