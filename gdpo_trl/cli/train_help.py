@@ -39,7 +39,10 @@ def train_help() -> str:
 
     # HfArgumentParser puts a dataclass's fields in a group named by its `_argument_group_name` (its documented
     # way). A subclass per dataclass carries the name, so the real classes stay untouched.
-    grouped = [type(cls.__name__, (cls,), {"_argument_group_name": title}) for cls, title in zip(DATACLASSES, GROUP_TITLES)]
+    grouped = [
+        type(cls.__name__, (cls,), {"_argument_group_name": title})
+        for cls, title in zip(DATACLASSES, GROUP_TITLES, strict=True)
+    ]
     parser = HfArgumentParser(
         grouped,
         prog="gdpo train",

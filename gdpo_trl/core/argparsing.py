@@ -35,4 +35,4 @@ def reword(message: str) -> str:
     missing = re.fullmatch(r"argument (\S+?)(?:/\S+)?: expected (?:one|at least one) argument", message)
     if missing:
         return f"{missing.group(1)} needs a value"
-    return message.removeprefix("argument ")
+    return re.sub(r"^argument (\S+?)(?:/\S+)?: ", r"\1: ", message)  # --use_cpu/--use-cpu: -> --use_cpu:

@@ -24,6 +24,7 @@ KNOWN_LOG_NOISE = (
     ("DeepSpeed", "Setting accelerator to CPU."),
 )
 
+
 class _DropKnownRecords(logging.Filter):
     """Drops a logger's records that start with one of ``prefixes``."""
 

@@ -164,3 +164,20 @@ def test_gdpo_compare_runs_print_the_compact_lines(monkeypatch, tmp_path):
     monkeypatch.setattr(build, "train_run", lambda *a, on_built=None, **k: hooks.append(on_built))
     compare.train_one(None, "recipe.yaml", {}, "gdpo", 0)
     assert hooks == [use_compact_progress]
+
+
+def test_the_python_api_is_as_quiet_as_the_command(tmp_path):
+    """GDPOConfig installs the known-noise filters itself (TRL's gradient_checkpointing rename warned from the
+    Python API only) and turns pinning off where there is no accelerator (torch warned at every epoch)."""
+    import logging
+
+    from gdpo_trl.core.config import GDPOConfig, accelerator_available
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = GDPOConfig(str(tmp_path), report_to="none", use_cpu=True)
+        warnings.warn("`gradient_checkpointing_enable` is deprecated and will be removed in v6.", FutureWarning, stacklevel=1)
+    assert not [w for w in caught if "gradient_checkpointing" in str(w.message)], [str(w.message) for w in caught]
+    assert any(type(f).__name__ == "_DropKnownRecords" for f in logging.getLogger("DeepSpeed").filters)
+    assert config.dataloader_pin_memory is False
+    assert GDPOConfig(str(tmp_path), report_to="none").dataloader_pin_memory is accelerator_available()

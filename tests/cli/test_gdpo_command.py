@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +125,65 @@ def test_a_gpu_recipe_fits_this_machine_with_a_warning_each(caplog):
         fit_to_machine(training, model)
     assert model.attn_implementation == "sdpa" and training.report_to == []
     assert "flash_attention_2 needs a CUDA GPU" in caplog.text and "wandb, no-such-tracker not installed" in caplog.text
+
+
+def test_train_help_reads_like_trl(capsys):
+    """Usage, what the command is, --config, the accelerate options, --debug and two examples, then the fields."""
+    assert gdpo(["train", "--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "usage: gdpo train --config RECIPE [--FIELD VALUE ...] [ACCELERATE OPTIONS] [--debug]"
+    assert lines[2].startswith("Train a model with GDPO (or GRPO) from a TRL-style YAML recipe.")
+    head = "\n".join(lines[:25])
+    for word in ("  --config RECIPE", "--accelerate_config NAME_OR_FILE", "--num_processes N", "  --debug", "examples:"):
+        assert word in head, word
+    examples = [line for line in lines[:25] if line.startswith("  gdpo train --config recipes/")]
+    assert len(examples) == 2
+    groups = [i for i, line in enumerate(lines) if line.startswith(("data and rewards", "training (", "model and LoRA"))]
+    assert len(groups) == 3 and groups == sorted(groups) and groups[0] < 25
+    fields = "\n".join(lines[groups[0] :])
+    assert "--reward_funcs" in fields and "--learning_rate" in fields and "--lora_r" in fields
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "--config", "{tmp}/nope.yaml"],  # found by gdpo train itself
+        ["train", "--config", "{tmp}/typo.yaml"],  # found by the command it runs (the flag used to stop at gdpo)
+        ["eval", "--model", "builtin:tiny", "--task", "bfcl", "--temperature", "1"],
+        ["compare", "--steps", "0"],
+        ["plot", "{tmp}/no-run"],
+    ],
+    ids=["train", "train_nested", "eval", "compare", "plot"],
+)
+def test_debug_shows_the_traceback_in_every_subcommand(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.delenv("GDPO_TRL_DEBUG", raising=False)
+    (tmp_path / "typo.yaml").write_text("model_name_or_path: builtin:tiny\nlearning_rat: 1\n")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    with pytest.raises(SystemExit) as exit_info:
+        gdpo(argv)
+    assert exit_info.value.code == 2 and capsys.readouterr().err.count("error:") == 1
+    with pytest.raises((InputError, FileNotFoundError)):
+        gdpo([*argv, "--debug"])
+    assert "GDPO_TRL_DEBUG" not in os.environ  # set for the command it runs, then restored
+
+
+def test_old_spellings_still_work_with_one_warning_each(tmp_path, capsys):
+    from gdpo_trl.cli.compare import parse_args as compare_args
+
+    args = compare_args(["--out-dir", str(tmp_path), "--learning-rate", "1e-3", "--prompts-per-step=2", "--threads", "1"])
+    assert (args.output_dir, args.learning_rate, args.prompts_per_step, args.cpu_threads) == (str(tmp_path), 1e-3, 2, 1)
+    warnings = capsys.readouterr().err.splitlines()
+    assert warnings == [
+        "gdpo compare: warning: --out-dir is deprecated, use --output_dir",
+        "gdpo compare: warning: --learning-rate is deprecated, use --learning_rate",
+        "gdpo compare: warning: --prompts-per-step is deprecated, use --prompts_per_step",
+        "gdpo compare: warning: --threads is deprecated, use --cpu_threads",
+    ]
+    from gdpo_trl.cli.plot import main as plot
+
+    (tmp_path / "run").mkdir()
+    log = [{"step": 1, "rewards/format_reward/mean": 0.5, "reward": 0.5}]
+    (tmp_path / "run" / "trainer_state.json").write_text(json.dumps({"log_history": log}))
+    assert plot([str(tmp_path / "run"), "--out", str(tmp_path / "runs.png")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["gdpo plot: warning: --out is deprecated, use --output_file", f"wrote plot to {tmp_path / 'runs.png'}"]

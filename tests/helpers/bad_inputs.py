@@ -114,7 +114,10 @@ def check_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, setup, 
     if setup and setup.startswith("run:"):
         earlier_run(out, setup[4:])
     config = tmp_path / "recipe.yaml"
-    config.write_text(setup[4:] if setup and setup.startswith("raw:") else yaml.safe_dump(recipe))
+    if setup and setup.startswith("bytes:"):  # a recipe file that is not UTF-8 text: the bytes, as latin-1
+        config.write_bytes(setup[6:].encode("latin-1"))
+    else:
+        config.write_text(setup[4:] if setup and setup.startswith("raw:") else yaml.safe_dump(recipe))
     before = snapshot(out) if out.exists() else None
 
     flags = fill(flags, tmp_path, out)
