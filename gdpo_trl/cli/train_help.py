@@ -4,6 +4,8 @@ first, as ``trl grpo --help`` would put them, then every recipe field grouped by
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 USAGE = "gdpo train --config RECIPE [--FIELD VALUE ...] [ACCELERATE OPTIONS] [--debug]"
 INTRO = """\
@@ -18,7 +20,7 @@ Train a model with GDPO (or GRPO) from a TRL-style YAML recipe. Flags set the re
   -h, --help            show this message and exit
 
 examples:
-  gdpo train --config recipes/cpu/gdpo/config.yaml --max_steps 2
+  gdpo train --config recipes/cpu/gdpo/config.yaml --max_steps 2 --output_dir outputs/cpu-gdpo-2steps
   gdpo train --config recipes/cpu/gdpo/config.yaml --num_processes 2 --output_dir outputs/cpu-gdpo-2proc
 
 An input error prints one line `gdpo train: error: ...` and exits with status 2. The fields follow, by group."""
@@ -56,7 +58,10 @@ def train_help() -> str:
 
 def answer_help(argv: list[str]) -> bool:
     """Print the help and say so when ``argv`` asks for it (``-h`` or ``--help``)."""
-    if "-h" in argv or "--help" in argv:
-        print(train_help())
-        return True
-    return False
+    if "-h" not in argv and "--help" not in argv:
+        return False
+    try:
+        print(train_help(), flush=True)
+    except BrokenPipeError:  # `gdpo train --help | head`: the reader has seen enough (Python's documented remedy)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return True
