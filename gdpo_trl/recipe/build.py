@@ -23,6 +23,7 @@ from gdpo_trl.recipe.checkpoints import prepare_run
 from gdpo_trl.recipe.checks import check_prompt_lengths, check_recipe, check_rewards, fit_to_machine
 from gdpo_trl.recipe.data_checks import check_data
 from gdpo_trl.recipe.offline import check_model_available_offline
+from gdpo_trl.recipe.resume_settings import LENGTH, check_resume_settings, recipe_record
 from gdpo_trl.recipe.run_lock import hold_output_dir, releases_run_locks
 
 
@@ -56,6 +57,8 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     check_rewards(reward_funcs, training_args)
     hold_output_dir(training_args)  # one run per output_dir: a second run into it is refused, naming this one
     checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
+    applied = check_resume_settings(checkpoint, script_args, training_args, model_args)  # finished run, changes
+    recipe = recipe_record(script_args, training_args, model_args)  # before the trainer sets fields of its own
 
     # 2. Model and data. The main process goes first: it builds or caches them, and the other ranks read its files.
     with (
@@ -81,7 +84,12 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         **(training_args.model_init_kwargs or {}),
     }
 
-    # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model.
+    # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model. Every checkpoint records the
+    # recipe (gdpo_trl.recipe.recipe_record), so that a resume can compare it before loading the model.
+    from gdpo_trl.recipe.recipe_record import NewRunLength, RecipeRecord
+
+    callbacks = [RecipeRecord(recipe)] + ([NewRunLength()] if set(applied) & set(LENGTH) else [])
+
     trainer = GDPOTrainer(
         model_path,
         reward_funcs=reward_funcs,
@@ -90,6 +98,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
+        callbacks=callbacks,
     )
     return BuiltRun(trainer, checkpoint)
 
