@@ -139,6 +139,8 @@ def check_overwrite_keeps_inputs(output_dir: str, overwrite: bool, resume, input
 def check_output_dir(script_args, training_args, model_args) -> None:
     """The output folder's checks for ``gdpo train`` (called by ``validation.check_recipe``)."""
     output_dir = training_args.output_dir
+    if not str(output_dir or "").strip():  # '' would write into the current folder, found only at the first save
+        raise InputError("output_dir is empty: give the folder the run saves to, e.g. --output_dir outputs/my-run.")
     check_output_dir_writable(output_dir)
     check_free_space(output_dir, model_args.model_name_or_path)
     inputs = {

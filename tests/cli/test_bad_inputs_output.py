@@ -177,6 +177,12 @@ def test_output_dir_that_is_a_file(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "out").read_text() == "my notes"
 
 
+def test_empty_output_dir(tmp_path, capsys, monkeypatch):
+    flags = ["--output_dir", ""]
+    check_train_rejects(tmp_path, capsys, monkeypatch, {}, flags, None, ["output_dir is empty", "--output_dir outputs/"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["recipe.yaml"]
+
+
 def test_output_dir_under_a_file(tmp_path, capsys, monkeypatch):
     (tmp_path / "notes").write_text("x")
     flags = ["--output_dir", str(tmp_path / "notes" / "run")]
