@@ -8,7 +8,7 @@ missing its later files or holds a truncated one. ``get_last_checkpoint`` picks 
 names), and resuming then fails inside the library or, for a missing optimizer, scheduler or RNG file, resumes
 silently with a different trajectory. So a checkpoint counts as complete here only when every file is present and
 readable: JSON that parses, safetensors whose size matches its header, torch zip archives whose directory (stored
-at the end of the file) reads.
+at the end of the file) reads and whose every record matches its checksum.
 """
 
 from __future__ import annotations
@@ -70,14 +70,20 @@ def safetensors_problem(path: Path) -> str | None:
 
 
 def torch_file_problem(path: Path) -> str | None:
-    """Why the ``torch.save`` file ``path`` is unreadable; its zip directory is written last, so truncation shows."""
+    """Why the ``torch.save`` file ``path`` is unreadable; its zip directory is written last, so truncation shows.
+
+    Every record is also read against the CRC-32 the zip stores for it: a damaged region inside the file (a bad
+    sector, a zeroed block) otherwise passes the directory check, and ``torch.load`` then fails on the pickle or,
+    inside a tensor's bytes, loads wrong numbers without a word. Reading costs one pass over the file.
+    """
     try:
         with zipfile.ZipFile(path) as archive:
             if not archive.namelist():
                 return f"{path.name} is empty"
-    except (OSError, zipfile.BadZipFile):
+            damaged = archive.testzip()
+    except (OSError, zipfile.BadZipFile, EOFError):
         return f"{path.name} is truncated or unreadable"
-    return None
+    return f"{path.name} is damaged ({damaged.split('/')[-1]} fails its checksum)" if damaged else None
 
 
 def weights_problem(folder: Path) -> str | None:

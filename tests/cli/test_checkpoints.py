@@ -42,6 +42,32 @@ def test_each_missing_or_truncated_file_is_named(tmp_path, skip, truncate, probl
     assert len(problems) == 1 and problems[0].startswith(problem)
 
 
+@pytest.mark.parametrize("name", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_a_zeroed_region_inside_a_torch_file_is_found(tmp_path, name):
+    """Zeros over a tensor's bytes keep the zip directory whole, and torch.load returns wrong numbers silently."""
+    folder = make_checkpoint(tmp_path, 3)
+    torch.save({"state": torch.arange(1000.0)}, folder / name)
+    data = bytearray((folder / name).read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+    (folder / name).write_bytes(bytes(data))
+    assert float(torch.load(folder / name)["state"].sum()) != float(torch.arange(1000.0).sum())  # silently wrong
+    assert checkpoint_problems(folder) == [f"{name} is damaged (0 fails its checksum)"]
+
+
+def test_resume_falls_back_from_a_damaged_optimizer_in_one_line(tmp_path, caplog):
+    make_checkpoint(tmp_path, 2)
+    path = make_checkpoint(tmp_path, 4) / "optimizer.pt"
+    data = bytearray(path.read_bytes())
+    data[100:164] = bytes(64)  # over the pickle: torch.load raises UnicodeDecodeError
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.INFO, logger="gdpo_trl.recipe.checkpoints"):
+        assert resolve_resume_checkpoint(str(tmp_path), "true") == str(tmp_path / "checkpoint-2")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Resuming from checkpoint-2; skipped incomplete checkpoint-4 (optimizer.pt is damaged (data.pkl fails its "
+        "checksum))."
+    ]
+
+
 def test_empty_folder_and_wrong_step(tmp_path):
     (tmp_path / "checkpoint-5").mkdir()
     assert checkpoint_problems(tmp_path / "checkpoint-5") == ["empty folder"]
