@@ -20,7 +20,13 @@ from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data.sources import is_generated, load_source
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.recipe.checkpoints import prepare_run
-from gdpo_trl.recipe.checks import check_prompt_lengths, check_recipe, check_rewards, fit_to_machine
+from gdpo_trl.recipe.checks import (
+    check_chat_template,
+    check_prompt_lengths,
+    check_recipe,
+    check_rewards,
+    fit_to_machine,
+)
 from gdpo_trl.recipe.data_checks import check_data
 from gdpo_trl.recipe.offline import check_model_available_offline
 from gdpo_trl.recipe.resume_settings import LENGTH, check_resume_settings, recipe_record
@@ -73,6 +79,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     )
     if tokenizer.pad_token is None:  # GRPO pads prompts and completions
         tokenizer.pad_token = tokenizer.eos_token
+    check_chat_template(train_dataset, tokenizer, model_path)
     check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
     check_data(train_dataset, reward_funcs, training_args)  # each reward fits the rows; enough rows for one step
     # The trainer loads the model from its path (so ZeRO-3 can shard it while loading) with ModelConfig's dtype and
