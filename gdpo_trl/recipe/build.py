@@ -29,6 +29,7 @@ from gdpo_trl.recipe.checks import (
 )
 from gdpo_trl.recipe.data_checks import check_data
 from gdpo_trl.recipe.offline import check_model_available_offline
+from gdpo_trl.recipe.output_checks import disk_full_error, is_disk_full
 from gdpo_trl.recipe.resume_settings import LENGTH, check_resume_settings, recipe_record
 from gdpo_trl.recipe.run_lock import hold_output_dir, releases_run_locks
 
@@ -121,10 +122,15 @@ def train_run(
     trainer = run.trainer
     if on_built is not None:
         on_built(trainer)
-    trainer.train(resume_from_checkpoint=run.resume_from_checkpoint)
-    if save_model:
-        trainer.save_model(training_args.output_dir)  # under ZeRO-3 this gathers the shards
-    trainer.save_state()
+    try:
+        trainer.train(resume_from_checkpoint=run.resume_from_checkpoint)
+        if save_model:
+            trainer.save_model(training_args.output_dir)  # under ZeRO-3 this gathers the shards
+        trainer.save_state()
+    except (OSError, RuntimeError) as error:  # a save that filled the disk: one line naming what is left
+        if is_disk_full(error):
+            raise disk_full_error(training_args, error) from error
+        raise
     return trainer
 
 
