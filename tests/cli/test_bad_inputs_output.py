@@ -180,7 +180,9 @@ def test_output_dir_that_is_a_file(tmp_path, capsys, monkeypatch):
 
 def test_empty_output_dir(tmp_path, capsys, monkeypatch):
     flags = ["--output_dir", ""]
-    check_train_rejects(tmp_path, capsys, monkeypatch, {}, flags, None, ["output_dir is empty", "--output_dir outputs/"])
+    check_train_rejects(
+        tmp_path, capsys, monkeypatch, {}, flags, None, ["output_dir is empty", "--output_dir outputs/"]
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["recipe.yaml"]
 
 
@@ -265,8 +267,10 @@ def test_a_finished_run_leaves_no_lock_file(tmp_path, capsys):
     "error",
     [
         OSError(28, "No space left on device"),  # what json, shutil and os writes raise
-        RuntimeError("[enforce fail at inline_container.cc:664] . PytorchStreamWriter failed writing file data/0: "
-                     "file write failed"),  # what torch.save raises
+        RuntimeError(
+            "[enforce fail at inline_container.cc:664] . PytorchStreamWriter failed writing file data/0: "
+            "file write failed"
+        ),  # what torch.save raises
     ],  # fmt: skip
     ids=["oserror", "torch_save"],
 )
