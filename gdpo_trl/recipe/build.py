@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gdpo_trl.core.errors import input_stage
+from gdpo_trl.core.errors import InputError, input_stage
 from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data.sources import is_generated, load_source
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
@@ -140,6 +140,11 @@ def source_options(script_args: GDPOScriptArguments) -> dict:
     limit = script_args.max_train_samples
     common = {"system_prompt": script_args.system_prompt, "path": script_args.dataset_path}
     if is_generated(script_args.dataset_name):
+        if script_args.dataset_train_split != "train":  # it would be ignored: the problems come from synthetic_seed
+            raise InputError(
+                f"dataset_train_split {script_args.dataset_train_split!r} does not apply to the generated source "
+                f"{script_args.dataset_name!r}, whose training problems come from synthetic_seed: leave it 'train'."
+            )
         size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
         return {"split": "train", "size": size, "seed": script_args.synthetic_seed, **common}
     split, config = script_args.dataset_train_split, script_args.dataset_config or "main"
