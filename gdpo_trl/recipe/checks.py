@@ -182,6 +182,29 @@ def prompt_lengths(prompts: list, tokenizer) -> list[int]:
     return [len(x) for x in ids]
 
 
+def prompt_characters(prompt) -> int:
+    return len(prompt) if isinstance(prompt, str) else sum(len(str(turn.get("content") or "")) for turn in prompt)
+
+
+def check_prompt_characters(prompts: list, tokenizer, budget: int, room: str) -> None:
+    """Refuse prompts too long to fit ``budget`` tokens by their length in characters alone, before tokenizing.
+
+    Why: a fast tokenizer's time grows faster than linearly with one long run of text (a 10 MB row took minutes
+    after the conversion bar, with nothing on screen). No token covers more characters than the vocabulary's longest
+    token, so a prompt with more than ``budget`` times that many characters cannot fit.
+    """
+    widest = max((len(token) for token in tokenizer.get_vocab()), default=1)
+    chars = [prompt_characters(p) for p in prompts]
+    huge = [i for i, n in enumerate(chars) if n > budget * widest]
+    if huge:
+        longest = max(huge, key=chars.__getitem__)
+        raise InputError(
+            f"{len(huge)} of {len(prompts)} prompts do not fit the model: the longest (row {longest}) has "
+            f"{chars[longest]:,} characters, more than {max(budget, 0)} tokens of at most {widest} characters each "
+            f"can hold ({room}, less max_completion_length). Drop or shorten them."
+        )
+
+
 def check_prompt_lengths(dataset, tokenizer, model_path: str, max_completion_length: int) -> None:
     """Error when any prompt plus ``max_completion_length`` tokens exceeds the model's positions.
 
@@ -191,8 +214,10 @@ def check_prompt_lengths(dataset, tokenizer, model_path: str, max_completion_len
     context = model_context(model_path)
     if context is None:
         return
-    lengths = prompt_lengths(list(dataset["prompt"]), tokenizer)
+    prompts = list(dataset["prompt"])
     budget = context - (max_completion_length or 0)
+    check_prompt_characters(prompts, tokenizer, budget, f"the model's {context} positions")
+    lengths = prompt_lengths(prompts, tokenizer)
     too_long = [i for i, n in enumerate(lengths) if n > budget]
     if too_long:
         longest = max(too_long, key=lengths.__getitem__)

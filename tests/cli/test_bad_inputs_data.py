@@ -189,3 +189,19 @@ def test_gdpo_eval_split_that_does_not_exist(tmp_path, capsys):
     assert code == 2
     assert_one_line_error(err, "gdpo eval", ["'sample' is a single file", *SPLIT_WORDS])
     assert not (tmp_path / "o").exists()
+
+
+def test_a_10_mb_row_is_refused_without_tokenizing_it(tmp_path, capsys, monkeypatch):
+    """Before: a fast tokenizer spent minutes on the one long row after the conversion bar, with nothing on screen.
+    Tokenizing is made to fail here, so the row must be refused by its length in characters alone."""
+    from transformers import PreTrainedTokenizerBase
+
+    def no_tokenizing(*args, **kwargs):
+        raise AssertionError("tokenized the 10 MB row")
+
+    monkeypatch.setattr(PreTrainedTokenizerBase, "apply_chat_template", no_tokenizing)
+    rows = [{"question": "What is 6 times 7?", "answer": "#### 42"}] * 2
+    rows.insert(1, {"question": "x" * 10_000_000, "answer": "#### 1"})
+    (tmp_path / "big.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    words = ["1 of 3 prompts do not fit", "(row 1) has 10,000,", "characters", "Drop or shorten them"]
+    check_train_rejects(tmp_path, capsys, monkeypatch, {"dataset_name": "{tmp}/big.jsonl"}, [], None, words)
