@@ -186,22 +186,15 @@ def prompt_characters(prompt) -> int:
     return len(prompt) if isinstance(prompt, str) else sum(len(str(turn.get("content") or "")) for turn in prompt)
 
 
-def check_prompt_characters(prompts: list, tokenizer, budget: int, room: str) -> None:
-    """Refuse prompts too long to fit ``budget`` tokens by their length in characters alone, before tokenizing.
-
-    Why: a fast tokenizer's time grows faster than linearly with one long run of text (a 10 MB row took minutes
-    after the conversion bar, with nothing on screen). No token covers more characters than the vocabulary's longest
-    token, so a prompt with more than ``budget`` times that many characters cannot fit.
-    """
-    widest = max((len(token) for token in tokenizer.get_vocab()), default=1)
-    chars = [prompt_characters(p) for p in prompts]
-    huge = [i for i, n in enumerate(chars) if n > budget * widest]
-    if huge:
-        longest = max(huge, key=chars.__getitem__)
+def refuse_longer_than(sizes: list[int], limit: int, longest_has) -> None:
+    """One line naming how many prompts have a size above ``limit``, and the longest; ``longest_has(size)`` says
+    what it has and why that does not fit."""
+    over = [i for i, n in enumerate(sizes) if n > limit]
+    if over:
+        longest = max(over, key=sizes.__getitem__)
         raise InputError(
-            f"{len(huge)} of {len(prompts)} prompts do not fit the model: the longest (row {longest}) has "
-            f"{chars[longest]:,} characters, more than {max(budget, 0)} tokens of at most {widest} characters each "
-            f"can hold ({room}, less max_completion_length). Drop or shorten them."
+            f"{len(over)} of {len(sizes)} prompts do not fit the model: the longest (row {longest}) has "
+            f"{longest_has(sizes[longest])}"
         )
 
 
@@ -210,20 +203,26 @@ def check_prompt_lengths(dataset, tokenizer, model_path: str, max_completion_len
 
     Such prompts make generation run past the model's context: garbage positions, and on a small model a run many
     times slower, with only a tokenizer warning in the log. The message names how many prompts and the longest.
+
+    Prompts too long by their characters alone are refused first, without tokenizing: a fast tokenizer's time grows
+    faster than linearly with one long run of text (a 10 MB row took minutes after the conversion bar, with nothing
+    on screen). No token covers more characters than the vocabulary's longest, so more than ``budget`` times that
+    many characters cannot fit.
     """
     context = model_context(model_path)
     if context is None:
         return
     prompts = list(dataset["prompt"])
-    budget = context - (max_completion_length or 0)
-    check_prompt_characters(prompts, tokenizer, budget, f"the model's {context} positions")
-    lengths = prompt_lengths(prompts, tokenizer)
-    too_long = [i for i, n in enumerate(lengths) if n > budget]
-    if too_long:
-        longest = max(too_long, key=lengths.__getitem__)
-        raise InputError(
-            f"{len(too_long)} of {len(lengths)} prompts do not fit the model: the longest (row {longest}) has "
-            f"{lengths[longest]} tokens, and with max_completion_length={max_completion_length} the limit is "
-            f"{max(budget, 0)} of the model's {context} positions. Drop or shorten them, or lower "
-            "max_completion_length."
-        )
+    budget = max(context - (max_completion_length or 0), 0)
+    widest = max((len(token) for token in tokenizer.get_vocab()), default=1)
+    refuse_longer_than(
+        [prompt_characters(p) for p in prompts], budget * widest,
+        lambda n: f"{n:,} characters, more than the {budget} tokens left of the model's {context} positions (with "
+        f"max_completion_length={max_completion_length}) can hold at {widest} characters per token at most. Drop or "
+        "shorten them.",
+    )  # fmt: skip
+    refuse_longer_than(
+        prompt_lengths(prompts, tokenizer), budget,
+        lambda n: f"{n} tokens, and with max_completion_length={max_completion_length} the limit is {budget} of the "
+        f"model's {context} positions. Drop or shorten them, or lower max_completion_length.",
+    )  # fmt: skip
