@@ -153,3 +153,31 @@ def test_prepare_run_reads_the_training_arguments(tmp_path):
         prepare_run(args)
     args.resume_from_checkpoint = "true"
     assert prepare_run(args) == str(tmp_path / "checkpoint-2")
+
+
+def test_a_checkpoint_without_a_recorded_recipe_resumes_with_a_warning(tmp_path, caplog):
+    """Checkpoints saved before the recipe was recorded: the settings cannot be compared, and the line says so."""
+    from gdpo_trl.recipe.resume_settings import check_resume_settings
+
+    checkpoint = make_checkpoint(tmp_path, 2)
+    args = SimpleNamespace(output_dir=str(tmp_path), max_steps=6)
+    with caplog.at_level(logging.WARNING, logger="gdpo_trl.recipe.resume_settings"):
+        assert check_resume_settings(str(checkpoint), None, args, None) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        "Resuming from checkpoint-2, which records no recipe (saved by an older gdpo-trl): changed settings cannot "
+        "be checked; resume with the run's own recipe."
+    ]
+
+
+def test_a_finished_run_is_told_by_its_final_state_even_when_its_last_checkpoint_is_older(tmp_path):
+    """save_steps 4 and max_steps 6: checkpoint-4 is the newest, the final trainer_state.json says step 6."""
+    from gdpo_trl.recipe.resume_settings import RunFinished, check_not_finished
+
+    checkpoint = make_checkpoint(tmp_path, 4)
+    args = SimpleNamespace(output_dir=str(tmp_path), max_steps=6)
+    check_not_finished(tmp_path, checkpoint, args)  # step 4 of 6: resumes
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"global_step": 6}))
+    with pytest.raises(RunFinished, match="already reached step 6 of max_steps=6"):
+        check_not_finished(tmp_path, checkpoint, args)
+    args.max_steps = 8
+    check_not_finished(tmp_path, checkpoint, args)  # a longer run: resumes from checkpoint-4
