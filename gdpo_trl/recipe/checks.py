@@ -6,12 +6,11 @@ bad recipe fails in seconds instead of after the model is built, or after hours 
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.recipe.checkpoints import weights_problem
+from gdpo_trl.core.weight_files import model_folder_problem
 from gdpo_trl.recipe.output_checks import check_output_dir
 
 logger = logging.getLogger("gdpo_trl.recipe.checks")
@@ -120,30 +119,12 @@ def check_model_source(name: str | None) -> None:
 
 
 def check_model_folder(folder: Path, name: str) -> None:
-    """A local model folder whose config or weights are damaged: transformers would fail while loading, after the
-    tokenizer and data, with a 36-68-line traceback. Checked: the config exists and parses, and every safetensors
-    file's size matches its header (:func:`gdpo_trl.recipe.checkpoints.weights_problem`)."""
-    config = folder / ("adapter_config.json" if (folder / "adapter_config.json").is_file() else "config.json")
-    if not config.is_file():
-        raise InputError(
-            f"model_name_or_path {name!r} holds weights but no config.json: copy the config.json saved with these "
-            "weights into it, or give the folder a run saved (its output_dir or a checkpoint-N folder)."
-        )
-    try:
-        parsed = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise InputError(
-            f"model_name_or_path {name!r}: {config.name} is not valid JSON ({str(error)[:80]}): the folder is damaged; "
-            "copy or save the model again."
-        ) from None
-    if not isinstance(parsed, dict):
-        raise InputError(f"model_name_or_path {name!r}: {config.name} holds a {type(parsed).__name__}, not a config.")
-    problem = weights_problem(folder)
+    """A local model folder whose config or weights are damaged (:func:`gdpo_trl.core.weight_files.
+    model_folder_problem`): transformers would fail while loading, after the tokenizer and data, with a 36-68-line
+    traceback."""
+    problem = model_folder_problem(folder)
     if problem:
-        raise InputError(
-            f"model_name_or_path {name!r}: {problem}: the weights are damaged or cut short (an interrupted copy or "
-            "save?); copy or save the model again, or use another checkpoint."
-        )
+        raise InputError(f"model_name_or_path {name!r}: {problem}, or give another model.")
 
 
 def check_chat_template(dataset, tokenizer, model_path: str) -> None:

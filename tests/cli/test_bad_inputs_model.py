@@ -11,8 +11,9 @@ import struct
 
 import pytest
 
+from gdpo_trl.cli.evaluate import main as eval_main
 from gdpo_trl.core.plugins import resolve_model
-from tests.helpers.bad_inputs import check_train_rejects
+from tests.helpers.bad_inputs import assert_one_line_error, check_train_rejects, run_cli
 
 
 def damage(folder, kind: str) -> None:
@@ -55,3 +56,23 @@ def test_a_damaged_model_folder_is_named_before_it_loads(tmp_path, capsys, monke
     check_train_rejects(
         tmp_path, capsys, monkeypatch, {"model_name_or_path": str(model)}, [], None, [str(model), *words]
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("truncated", ["model.safetensors is truncated", "damaged or cut short"]),
+        ("zero_bytes", ["model.safetensors is unreadable"]),
+        ("header_not_json", ["model.safetensors is unreadable"]),
+        ("config_not_json", ["config.json is not valid JSON"]),
+    ],
+)
+def test_gdpo_eval_names_a_damaged_model_folder_before_it_loads(tmp_path, capsys, kind, words):
+    model = tmp_path / "model"
+    shutil.copytree(resolve_model("builtin:tiny"), model)
+    damage(model, kind)
+    argv = ["--model", str(model), "--dataset", "sample", "--limit", "2", "--output_dir", str(tmp_path / "eval")]
+    code, err = run_cli(eval_main, argv, capsys)
+    assert code == 2
+    assert_one_line_error(err, "gdpo eval", [f"model {str(model)!r}:", *words])
+    assert not (tmp_path / "eval").exists()
