@@ -24,6 +24,7 @@ from gdpo_trl.core.errors import input_stage
 from gdpo_trl.recipe.arguments import parse_args
 from gdpo_trl.recipe.build import train_run
 from gdpo_trl.recipe.recipe_file import check_bare_recipe
+from gdpo_trl.recipe.resume_settings import RunFinished
 
 
 @cli_errors("gdpo train")
@@ -38,7 +39,13 @@ def main(argv: list[str] | None = None) -> None:
     check_fsdp_engaged()  # an FSDP config on a CPU-only machine would silently run DDP
     setup_logging(training_args.get_process_log_level())
     bound_completions_logging(training_args, argv)
-    trainer = train_run(script_args, training_args, model_args, on_built=use_compact_progress)
+    try:
+        trainer = train_run(script_args, training_args, model_args, on_built=use_compact_progress)
+    except RunFinished as finished:  # resuming a finished run: one line, nothing written, exit 0
+        if training_args.process_index == 0:
+            print(f"gdpo train: {finished}", flush=True)
+        shutdown_distributed()
+        return
     if trainer.accelerator.is_main_process:
         print(final_summary(trainer, training_args.output_dir), flush=True)
     shutdown_distributed()  # before the interpreter exits: a ZeRO-3 rank could abort otherwise (gdpo_trl.cli.engines)

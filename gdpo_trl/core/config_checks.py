@@ -75,6 +75,7 @@ def check_ranges(config) -> None:
         "must be a finite number > 0: the trainer divides the logits by it (1.0 samples from the model as it is)",
     )
     _float_field(config, "top_p", lambda v: 0 < v <= 1, "must be in (0, 1]; 1.0 turns nucleus sampling off")
+    check_loss_coefficients(config)
     top_k = getattr(config, "top_k", 0)
     if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 0):
         raise InputError(
@@ -82,6 +83,25 @@ def check_ranges(config) -> None:
             "-1 makes transformers' sampler fail at the first generation)."
         )
     check_steps(config)
+
+
+def check_loss_coefficients(config) -> None:
+    """The KL coefficient and the clipping range: TRL trains on with any of these values, a negative ``beta`` then
+    rewards drifting away from the reference model and a NaN ``epsilon`` clips every ratio to NaN."""
+    _float_field(
+        config, "beta", lambda v: math.isfinite(v) and v >= 0,
+        "must be a finite number >= 0: the KL penalty's coefficient (0 turns it off; the paper uses 0.04)",
+    )  # fmt: skip
+    _float_field(
+        config, "epsilon", lambda v: 0 < v < 1,
+        "must be in (0, 1): the probability ratio is clipped to [1 - epsilon, 1 + epsilon_high] (0.2 is usual)",
+    )  # fmt: skip
+    if getattr(config, "epsilon_high", None) is not None:
+        _float_field(
+            config, "epsilon_high", lambda v: math.isfinite(v) and v > 0,
+            "must be a finite number > 0, or unset to use epsilon: the ratio's upper clip is 1 + epsilon_high "
+            "(DAPO uses 0.28)",
+        )  # fmt: skip
 
 
 def check_steps(config) -> None:

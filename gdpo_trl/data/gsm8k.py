@@ -140,6 +140,14 @@ def load_gsm8k(
         raise InputError(
             f"GSM8K source {source!r} is missing required column(s) {missing}; found columns {raw.column_names}"
         )
+    if "prompt" in raw.column_names:
+        # Refused, not replaced or used: the file's author wrote those prompts on purpose, so dropping them would
+        # lose them without a word, and using them would ignore `question` and `system_prompt`.
+        raise InputError(
+            f"GSM8K source {source!r} has a 'prompt' column of its own, which GSM8K-style rows would replace with "
+            "one built from 'question' and system_prompt: drop or rename that column (a ToolRL-format file with "
+            "its own prompts is read with dataset_name: toolrl and dataset_path)."
+        )
     if limit is not None:
         raw = raw.select(range(min(limit, len(raw))))
     check_rows(raw["question"], raw["answer"])

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gdpo_trl.core.plugins import SOURCES, load_plugin, registered
@@ -46,6 +47,10 @@ EVAL_SEED = 1234
 # Problems generated when a generated source is given no size.
 DEFAULT_GENERATED_SIZE = 1000
 GSM8K_HUB_ID = "openai/gsm8k"
+# Split names accepted where the data has no splits (a single file, a generated source); see check_split.
+USUAL_SPLITS = ("train", "validation", "test")
+# Suffixes of a single data file (which has no splits), also when it does not exist yet (then: file not found).
+FILE_SUFFIXES = (".json", ".jsonl", ".parquet", ".csv", ".txt")
 
 
 def generated_seed(seed: int | None, split: str) -> int:
@@ -127,6 +132,29 @@ def is_tool_source(name: str) -> bool:
     return bool((source := find_source(name)) and source.tools)
 
 
+def has_splits(name: str, source: Source | None, path: str | None) -> bool:
+    """Whether the data behind ``name`` has named splits (a Hub dataset, a dataset folder); a single file and a
+    generated source have none."""
+    if source is not None and not source.needs_path:
+        return source.load is _gsm8k  # the Hub dataset; the shipped samples are single files, the rest generated
+    where = Path(path if source is not None else name).expanduser()
+    return not (where.is_file() or where.suffix.lower() in FILE_SUFFIXES)
+
+
+def check_split(name: str, source: Source | None, split: str, path: str | None) -> None:
+    """A split name where there are no splits is read whole (a file) or only picks the seed (a generated source):
+    a typo such as ``tset`` would pass unseen, so only the usual names are accepted there. Where there are splits,
+    ``datasets`` names the ones that exist."""
+    if split not in USUAL_SPLITS and not has_splits(name, source, path):
+        kind = (
+            "a generated source, whose split only picks its seed" if source and source.generated else "a single file"
+        )
+        raise ValueError(
+            f"split {split!r} does not exist: {name!r} is {kind}; use one of {list(USUAL_SPLITS)} "
+            "(dataset_train_split in a recipe, --split for gdpo eval)"
+        )
+
+
 def load_source(
     name: str,
     *,
@@ -174,6 +202,7 @@ def load_source(
             f"system_prompt does not apply to the tool-calling source {name!r}: its system message lists the tools "
             "a request may use; leave system_prompt unset"
         )
+    check_split(name, source, split, path)
     if source is not None:
         rows = source.load(split, size, seed, config, path)
     else:

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from gdpo_trl.core.weight_files import model_folder_problem
 from gdpo_trl.eval.settings import EvaluationInputError
 
 DTYPES = ("auto", "bfloat16", "float32")
@@ -64,6 +65,9 @@ def _check_adapter(adapter: str) -> Path:
 def _check_checkpoint(path: Path) -> None:
     """Fail with a hint when ``path`` is a folder but not a loadable checkpoint (e.g. an unfinished output_dir)."""
     if (path / "config.json").is_file():
+        problem = model_folder_problem(path)  # damaged weights or config: one line before loading fails inside
+        if problem:
+            raise EvaluationInputError(f"model {str(path)!r}: {problem}.")
         return
     # By step number: as text, checkpoint-10 would sort before checkpoint-9.
     steps = {int(step): p for p in path.glob("checkpoint-*") if (step := p.name.partition("-")[2]).isdigit()}

@@ -97,7 +97,15 @@ def replacing_results(allowed: bool = True) -> Iterator[None]:
 def refuse_earlier_result(
     output_dir: str | Path, overwrite: bool = False, files: Sequence[str] = RESULT_FILES
 ) -> None:
-    """Raise :class:`EvaluationInputError` when ``output_dir`` holds an earlier evaluation and ``overwrite`` is off."""
+    """Raise :class:`EvaluationInputError` when ``output_dir`` holds an earlier evaluation and ``overwrite`` is off,
+    or is (or lies under) a file, which would be found only when writing, after the generation."""
+    folder = Path(output_dir).absolute()
+    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        where = "is a file" if blocking == folder else f"cannot be created: {str(blocking)!r} is a file"
+        raise EvaluationInputError(
+            f"output_dir {str(output_dir)!r} {where}, not a folder: choose another --output_dir."
+        )
     found = [name for name in files if (Path(output_dir) / name).exists()]
     if found and not overwrite:
         raise EvaluationInputError(

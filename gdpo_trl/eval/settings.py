@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gdpo_trl.core.errors import InputError
@@ -25,8 +26,8 @@ class GenerationSettings:
     def __post_init__(self):
         if self.n < 1:
             raise EvaluationInputError(f"n must be >= 1, got {self.n}")
-        if self.temperature < 0:
-            raise EvaluationInputError(f"temperature must be >= 0, got {self.temperature}")
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):  # NaN would fail only in generation
+            raise EvaluationInputError(f"temperature must be a finite number >= 0 (0: greedy), got {self.temperature}")
         if self.greedy and self.n > 1:
             # Greedy decoding returns the same completion n times: n > 1 would only cost time.
             raise EvaluationInputError(

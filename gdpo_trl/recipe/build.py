@@ -15,14 +15,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gdpo_trl.core.errors import input_stage
+from gdpo_trl.core.errors import InputError, input_stage
 from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data.sources import is_generated, load_source
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.recipe.checkpoints import prepare_run
-from gdpo_trl.recipe.checks import check_prompt_lengths, check_recipe, check_rewards, fit_to_machine
+from gdpo_trl.recipe.checks import (
+    check_chat_template,
+    check_prompt_lengths,
+    check_recipe,
+    check_rewards,
+    fit_to_machine,
+)
 from gdpo_trl.recipe.data_checks import check_data
 from gdpo_trl.recipe.offline import check_model_available_offline
+from gdpo_trl.recipe.output_checks import disk_full_error, is_disk_full
+from gdpo_trl.recipe.resume_settings import LENGTH, check_resume_settings, recipe_record
 from gdpo_trl.recipe.run_lock import hold_output_dir, releases_run_locks
 
 
@@ -56,6 +64,8 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     check_rewards(reward_funcs, training_args)
     hold_output_dir(training_args)  # one run per output_dir: a second run into it is refused, naming this one
     checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
+    applied = check_resume_settings(checkpoint, script_args, training_args, model_args)  # finished run, changes
+    recipe = recipe_record(script_args, training_args, model_args)  # before the trainer sets fields of its own
 
     # 2. Model and data. The main process goes first: it builds or caches them, and the other ranks read its files.
     with (
@@ -70,6 +80,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     )
     if tokenizer.pad_token is None:  # GRPO pads prompts and completions
         tokenizer.pad_token = tokenizer.eos_token
+    check_chat_template(train_dataset, tokenizer, model_path)
     check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
     check_data(train_dataset, reward_funcs, training_args)  # each reward fits the rows; enough rows for one step
     # The trainer loads the model from its path (so ZeRO-3 can shard it while loading) with ModelConfig's dtype and
@@ -81,7 +92,12 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         **(training_args.model_init_kwargs or {}),
     }
 
-    # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model.
+    # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model. Every checkpoint records the
+    # recipe (gdpo_trl.recipe.recipe_record), so that a resume can compare it before loading the model.
+    from gdpo_trl.recipe.recipe_record import NewRunLength, RecipeRecord
+
+    callbacks = [RecipeRecord(recipe)] + ([NewRunLength()] if set(applied) & set(LENGTH) else [])
+
     trainer = GDPOTrainer(
         model_path,
         reward_funcs=reward_funcs,
@@ -90,6 +106,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
+        callbacks=callbacks,
     )
     return BuiltRun(trainer, checkpoint)
 
@@ -105,10 +122,15 @@ def train_run(
     trainer = run.trainer
     if on_built is not None:
         on_built(trainer)
-    trainer.train(resume_from_checkpoint=run.resume_from_checkpoint)
-    if save_model:
-        trainer.save_model(training_args.output_dir)  # under ZeRO-3 this gathers the shards
-    trainer.save_state()
+    try:
+        trainer.train(resume_from_checkpoint=run.resume_from_checkpoint)
+        if save_model:
+            trainer.save_model(training_args.output_dir)  # under ZeRO-3 this gathers the shards
+        trainer.save_state()
+    except (OSError, RuntimeError) as error:  # a save that filled the disk: one line naming what is left
+        if is_disk_full(error):
+            raise disk_full_error(training_args, error) from error
+        raise
     return trainer
 
 
@@ -118,6 +140,11 @@ def source_options(script_args: GDPOScriptArguments) -> dict:
     limit = script_args.max_train_samples
     common = {"system_prompt": script_args.system_prompt, "path": script_args.dataset_path}
     if is_generated(script_args.dataset_name):
+        if script_args.dataset_train_split != "train":  # it would be ignored: the problems come from synthetic_seed
+            raise InputError(
+                f"dataset_train_split {script_args.dataset_train_split!r} does not apply to the generated source "
+                f"{script_args.dataset_name!r}, whose training problems come from synthetic_seed: leave it 'train'."
+            )
         size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
         return {"split": "train", "size": size, "seed": script_args.synthetic_seed, **common}
     split, config = script_args.dataset_train_split, script_args.dataset_config or "main"

@@ -8,7 +8,7 @@ missing its later files or holds a truncated one. ``get_last_checkpoint`` picks 
 names), and resuming then fails inside the library or, for a missing optimizer, scheduler or RNG file, resumes
 silently with a different trajectory. So a checkpoint counts as complete here only when every file is present and
 readable: JSON that parses, safetensors whose size matches its header, torch zip archives whose directory (stored
-at the end of the file) reads.
+at the end of the file) reads and whose every record matches its checksum.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ import json
 import logging
 import re
 import shutil
-import struct
-import zipfile
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.weight_files import safetensors_problem, torch_file_problem, weights_problem
+
+__all__ = ["safetensors_problem", "torch_file_problem", "weights_problem"]  # re-exported: checkpoint checks use them
 
 logger = logging.getLogger("gdpo_trl.recipe.checkpoints")
 
@@ -50,54 +51,6 @@ MODEL_SIDE_FILES = (
 
 
 # --- is a checkpoint whole? ----------------------------------------------------------------------------------------
-
-
-def safetensors_problem(path: Path) -> str | None:
-    """Why the safetensors file ``path`` is unreadable (truncated, bad header), or None when its size adds up."""
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
-            (header_len,) = struct.unpack("<Q", f.read(8))
-            if header_len > size:
-                return f"{path.name} is truncated"
-            header = json.loads(f.read(header_len))
-    except (OSError, struct.error, ValueError):
-        return f"{path.name} is unreadable"
-    end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
-    return (
-        None if size == 8 + header_len + end else f"{path.name} is truncated ({size} of {8 + header_len + end} bytes)"
-    )
-
-
-def torch_file_problem(path: Path) -> str | None:
-    """Why the ``torch.save`` file ``path`` is unreadable; its zip directory is written last, so truncation shows."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            if not archive.namelist():
-                return f"{path.name} is empty"
-    except (OSError, zipfile.BadZipFile):
-        return f"{path.name} is truncated or unreadable"
-    return None
-
-
-def weights_problem(folder: Path) -> str | None:
-    """Why ``folder`` has no readable weights (full model, sharded model, LoRA adapter or a DeepSpeed/FSDP state)."""
-    for name in ("model.safetensors", "adapter_model.safetensors"):
-        if (folder / name).is_file():
-            return safetensors_problem(folder / name)
-    index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        except (OSError, ValueError, KeyError):
-            return f"{index.name} is unreadable"
-        problems = [safetensors_problem(folder / s) if (folder / s).is_file() else f"{s} is missing" for s in shards]
-        return next((p for p in problems if p), None)
-    if (folder / "pytorch_model.bin").is_file():
-        return torch_file_problem(folder / "pytorch_model.bin")
-    if any(folder.glob("global_step*")) or any(folder.glob("pytorch_model_fsdp*")):
-        return None  # DeepSpeed / FSDP write their own sharded state; its presence is what we can check cheaply
-    return "no model weights (model.safetensors)"
 
 
 def checkpoint_problems(folder: Path, world_size: int = 1, save_only_model: bool = False) -> list[str]:

@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.weight_files import model_folder_problem
 from gdpo_trl.recipe.output_checks import check_output_dir
 from gdpo_trl.recipe.recipe_file import check_recipe_yaml  # noqa: F401 (moved there; imported from here by callers)
 
@@ -29,7 +30,9 @@ def fit_to_machine(training_args, model_args) -> None:
     """
     import torch
 
-    if model_args.attn_implementation == "flash_attention_2" and (training_args.use_cpu or not torch.cuda.is_available()):
+    if model_args.attn_implementation == "flash_attention_2" and (
+        training_args.use_cpu or not torch.cuda.is_available()
+    ):
         logger.warning("attn_implementation: flash_attention_2 needs a CUDA GPU; using sdpa on this machine.")
         model_args.attn_implementation = "sdpa"
     requested = [name for name in (training_args.report_to or []) if name not in ("none", "all")]
@@ -84,6 +87,26 @@ def check_model_source(name: str | None) -> None:
             f"model_name_or_path {name!r} is a folder without a model (no config.json; it holds {inside or 'nothing'}): "
             "give the folder a run saved its model to (its output_dir), a checkpoint-N folder, or a Hub id."
         )
+    if folder.is_dir():
+        check_model_folder(folder, name)
+
+
+def check_model_folder(folder: Path, name: str) -> None:
+    """A local model folder whose config or weights are damaged (:func:`gdpo_trl.core.weight_files.
+    model_folder_problem`): transformers would fail while loading, after the tokenizer and data, with a 36-68-line
+    traceback."""
+    problem = model_folder_problem(folder)
+    if problem:
+        raise InputError(f"model_name_or_path {name!r}: {problem}, or give another model.")
+
+
+def check_chat_template(dataset, tokenizer, model_path: str) -> None:
+    """Conversational prompts need the tokenizer's chat template; without one TRL fails at the first batch."""
+    if len(dataset) and not isinstance(dataset[0]["prompt"], str) and not getattr(tokenizer, "chat_template", None):
+        raise InputError(
+            f"the tokenizer of {model_path!r} has no chat template, and the data's prompts are conversations: save "
+            "one with the tokenizer (chat_template.jinja), or use a model saved with one (an instruct model)."
+        )
 
 
 def check_rewards(reward_funcs: list, training_args) -> None:
@@ -113,23 +136,47 @@ def prompt_lengths(prompts: list, tokenizer) -> list[int]:
     return [len(x) for x in ids]
 
 
+def prompt_characters(prompt) -> int:
+    return len(prompt) if isinstance(prompt, str) else sum(len(str(turn.get("content") or "")) for turn in prompt)
+
+
+def refuse_longer_than(sizes: list[int], limit: int, longest_has) -> None:
+    """One line naming how many prompts have a size above ``limit``, and the longest; ``longest_has(size)`` says
+    what it has and why that does not fit."""
+    over = [i for i, n in enumerate(sizes) if n > limit]
+    if over:
+        longest = max(over, key=sizes.__getitem__)
+        raise InputError(
+            f"{len(over)} of {len(sizes)} prompts do not fit the model: the longest (row {longest}) has "
+            f"{longest_has(sizes[longest])}"
+        )
+
+
 def check_prompt_lengths(dataset, tokenizer, model_path: str, max_completion_length: int) -> None:
     """Error when any prompt plus ``max_completion_length`` tokens exceeds the model's positions.
 
     Such prompts make generation run past the model's context: garbage positions, and on a small model a run many
     times slower, with only a tokenizer warning in the log. The message names how many prompts and the longest.
+
+    Prompts too long by their characters alone are refused first, without tokenizing: a fast tokenizer's time grows
+    faster than linearly with one long run of text (a 10 MB row took minutes after the conversion bar, with nothing
+    on screen). No token covers more characters than the vocabulary's longest, so more than ``budget`` times that
+    many characters cannot fit.
     """
     context = model_context(model_path)
     if context is None:
         return
-    lengths = prompt_lengths(list(dataset["prompt"]), tokenizer)
-    budget = context - (max_completion_length or 0)
-    too_long = [i for i, n in enumerate(lengths) if n > budget]
-    if too_long:
-        longest = max(too_long, key=lengths.__getitem__)
-        raise InputError(
-            f"{len(too_long)} of {len(lengths)} prompts do not fit the model: the longest (row {longest}) has "
-            f"{lengths[longest]} tokens, and with max_completion_length={max_completion_length} the limit is "
-            f"{max(budget, 0)} of the model's {context} positions. Drop or shorten them, or lower "
-            "max_completion_length."
-        )
+    prompts = list(dataset["prompt"])
+    budget = max(context - (max_completion_length or 0), 0)
+    widest = max((len(token) for token in tokenizer.get_vocab()), default=1)
+    refuse_longer_than(
+        [prompt_characters(p) for p in prompts], budget * widest,
+        lambda n: f"{n:,} characters, more than the {budget} tokens left of the model's {context} positions (with "
+        f"max_completion_length={max_completion_length}) can hold at {widest} characters per token at most. Drop or "
+        "shorten them.",
+    )  # fmt: skip
+    refuse_longer_than(
+        prompt_lengths(prompts, tokenizer), budget,
+        lambda n: f"{n} tokens, and with max_completion_length={max_completion_length} the limit is {budget} of the "
+        f"model's {context} positions. Drop or shorten them, or lower max_completion_length.",
+    )  # fmt: skip

@@ -9,13 +9,19 @@ fix, and changes nothing on disk (the write probe is an unnamed temporary file).
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import tempfile
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.recipe.checkpoints import MODEL_SIDE_FILES, earlier_run, wants_resume
+from gdpo_trl.recipe.checkpoints import (
+    MODEL_SIDE_FILES,
+    earlier_run,
+    newest_complete_checkpoint,
+    wants_resume,
+)
 
 # Free space a run needs at the least when the model's size is unknown (a tokenizer, logs, a tiny model).
 MIN_FREE_BYTES = 64 * 2**20
@@ -139,6 +145,8 @@ def check_overwrite_keeps_inputs(output_dir: str, overwrite: bool, resume, input
 def check_output_dir(script_args, training_args, model_args) -> None:
     """The output folder's checks for ``gdpo train`` (called by ``validation.check_recipe``)."""
     output_dir = training_args.output_dir
+    if not str(output_dir or "").strip():  # '' would write into the current folder, found only at the first save
+        raise InputError("output_dir is empty: give the folder the run saves to, e.g. --output_dir outputs/my-run.")
     check_output_dir_writable(output_dir)
     check_free_space(output_dir, model_args.model_name_or_path)
     inputs = {
@@ -150,3 +158,39 @@ def check_output_dir(script_args, training_args, model_args) -> None:
         output_dir, bool(getattr(training_args, "overwrite_output_dir", False)), training_args.resume_from_checkpoint,
         inputs,
     )  # fmt: skip
+
+
+# How a full disk reads in what the savers raise: OSError's errno (json, shutil), torch.save's RuntimeError from
+# its zip writer, safetensors' error from Rust.
+DISK_FULL_WORDS = ("No space left on device", "file write failed", "StorageFull", "Disk quota exceeded")
+
+
+def is_disk_full(error: BaseException | None) -> bool:
+    """Whether ``error``, or an exception it was raised from, says the disk (or the quota) is full."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(word in str(error) for word in DISK_FULL_WORDS):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def disk_full_error(training_args, error: BaseException) -> InputError:
+    """One line for a save that filled the disk: which checkpoint is the newest whole one, and how to go on."""
+    folder = Path(training_args.output_dir)
+    newest, skipped = newest_complete_checkpoint(folder, training_args.world_size, training_args.save_only_model)
+    partial = f" ({', '.join(folder.name for folder, _ in skipped)} incomplete)" if skipped else ""
+    kept = (
+        f"{newest.name} is the newest whole checkpoint{partial}: free some space, then run the same command with "
+        "--resume_from_checkpoint true"
+        if newest is not None
+        else f"no whole checkpoint was saved{partial}: free some space and run again"
+    )
+    return InputError(f"the disk filled while saving into {str(folder)!r} ({one_reason(error)}); {kept}.")
+
+
+def one_reason(error: BaseException) -> str:
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return getattr(error, "strerror", None) or str(error).splitlines()[0][:120]

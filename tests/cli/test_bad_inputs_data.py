@@ -154,3 +154,54 @@ def test_waiting_for_a_warm_start_build_says_what_and_how_long(tmp_path, capsys)
     err = capsys.readouterr().err
     assert f"Waiting for pid 4242 to finish building {tmp_path / 'warmstart-abc'}" in err
     assert err.count("Still waiting for") >= 2 and "Done waiting" in err
+
+
+# --- splits that do not exist, a data file's own prompt column (issue 26) ------------------------------------------
+
+SPLIT_WORDS = ["split 'tset' does not exist", "['train', 'validation', 'test']"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        ({"dataset_train_split": "tset"}, ["'sample' is a single file", *SPLIT_WORDS]),
+        ({"dataset_name": "{tmp}/rows.jsonl", "dataset_train_split": "tset"}, ["rows.jsonl' is a single file"]),
+        ({"dataset_name": "synthetic", "dataset_train_split": "tset"}, ["'tset' does not apply", "synthetic_seed"]),
+        ({"dataset_name": "{tmp}/prompted.jsonl"}, ["has a 'prompt' column of its own", "drop or rename"]),
+    ],
+    ids=["sample", "file", "generated", "own_prompt_column"],
+)
+def test_a_split_that_does_not_exist_or_a_prompt_column_is_refused(tmp_path, capsys, monkeypatch, overrides, words):
+    """Before: a single file was read whole and a generated source took the eval seed for any split name, and the
+    file's own prompts were replaced by ones built from 'question', without a word."""
+    row = {"question": "What is 6 times 7?", "answer": "#### 42"}
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    (tmp_path / "prompted.jsonl").write_text(json.dumps({**row, "prompt": "Answer: 6 x 7"}) + "\n")
+    check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, words)
+
+
+def test_gdpo_eval_split_that_does_not_exist(tmp_path, capsys):
+    from gdpo_trl.cli.evaluate import main as eval_main
+    from tests.helpers.bad_inputs import assert_one_line_error, run_cli
+
+    argv = ["--model", "builtin:tiny", "--dataset", "sample", "--split", "tset", "--output_dir", str(tmp_path / "o")]
+    code, err = run_cli(eval_main, argv, capsys)
+    assert code == 2
+    assert_one_line_error(err, "gdpo eval", ["'sample' is a single file", *SPLIT_WORDS])
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_10_mb_row_is_refused_without_tokenizing_it(tmp_path, capsys, monkeypatch):
+    """Before: a fast tokenizer spent minutes on the one long row after the conversion bar, with nothing on screen.
+    Tokenizing is made to fail here, so the row must be refused by its length in characters alone."""
+    from transformers import PreTrainedTokenizerBase
+
+    def no_tokenizing(*args, **kwargs):
+        raise AssertionError("tokenized the 10 MB row")
+
+    monkeypatch.setattr(PreTrainedTokenizerBase, "apply_chat_template", no_tokenizing)
+    rows = [{"question": "What is 6 times 7?", "answer": "#### 42"}] * 2
+    rows.insert(1, {"question": "x" * 10_000_000, "answer": "#### 1"})
+    (tmp_path / "big.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    words = ["1 of 3 prompts do not fit", "(row 1) has 10,000,", "characters", "Drop or shorten them"]
+    check_train_rejects(tmp_path, capsys, monkeypatch, {"dataset_name": "{tmp}/big.jsonl"}, [], None, words)

@@ -22,7 +22,7 @@ import gdpo_trl.recipe.output_checks as output_checks
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.recipe.output_checks import check_free_space, check_overwrite_keeps_inputs
 from gdpo_trl.recipe.run_lock import LOCK_NAME, hold_output_dir, lock_output_dir, releases_run_locks
-from tests.helpers.bad_inputs import check_train_rejects, earlier_run, snapshot
+from tests.helpers.bad_inputs import assert_one_line_error, check_train_rejects, earlier_run, snapshot
 from tests.helpers.checkpoints import make_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,6 +151,7 @@ def test_overwrite_never_deletes_the_model_it_trains(tmp_path, capsys, monkeypat
     out = tmp_path / "out"
     earlier_run(out, "checkpoints")
     (out / "config.json").write_text("{}")  # the final model of that run
+    shutil.copy(out / "checkpoint-4" / "model.safetensors", out / "model.safetensors")
     model = where.replace("{out}", str(out))
     flags = ["--overwrite_output_dir", "true"]
     words = ["--overwrite_output_dir true would delete", f"model_name_or_path {model!r}"]
@@ -175,6 +176,14 @@ def test_output_dir_that_is_a_file(tmp_path, capsys, monkeypatch):
     (tmp_path / "out").write_text("my notes")
     check_train_rejects(tmp_path, capsys, monkeypatch, {}, [], None, ["'" + str(tmp_path / "out"), "is a file"])
     assert (tmp_path / "out").read_text() == "my notes"
+
+
+def test_empty_output_dir(tmp_path, capsys, monkeypatch):
+    flags = ["--output_dir", ""]
+    check_train_rejects(
+        tmp_path, capsys, monkeypatch, {}, flags, None, ["output_dir is empty", "--output_dir outputs/"]
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["recipe.yaml"]
 
 
 def test_output_dir_under_a_file(tmp_path, capsys, monkeypatch):
@@ -252,3 +261,45 @@ def test_a_finished_run_leaves_no_lock_file(tmp_path, capsys):
     train_main(["--config", str(config), "--output_dir", str(tmp_path / "out")])
     assert (tmp_path / "out" / "model.safetensors").is_file()
     assert not (tmp_path / "out" / LOCK_NAME).exists()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(28, "No space left on device"),  # what json, shutil and os writes raise
+        RuntimeError(
+            "[enforce fail at inline_container.cc:664] . PytorchStreamWriter failed writing file data/0: "
+            "file write failed"
+        ),  # what torch.save raises
+    ],  # fmt: skip
+    ids=["oserror", "torch_save"],
+)
+def test_a_disk_that_fills_during_a_save_leaves_the_newest_whole_checkpoint(tmp_path, capsys, monkeypatch, error):
+    """Checkpoint-1 saves; checkpoint-2's optimizer.pt meets a full disk. One line names checkpoint-1, which resumes."""
+    import yaml
+    from transformers import Trainer
+
+    from gdpo_trl.cli.train import main as train_main
+    from gdpo_trl.recipe.checkpoints import checkpoint_problems
+    from tests.helpers.bad_inputs import BASE_RECIPE, run_cli
+
+    save = Trainer._save_optimizer_and_scheduler
+
+    def fills_at_step_2(self, output_dir):
+        if self.state.global_step == 2:
+            raise error
+        save(self, output_dir)
+
+    monkeypatch.setattr(Trainer, "_save_optimizer_and_scheduler", fills_at_step_2)
+    monkeypatch.delenv("GDPO_TRL_DEBUG", raising=False)
+    out = tmp_path / "out"
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump({**BASE_RECIPE, "max_steps": 2, "save_strategy": "steps", "save_steps": 1}))
+    code, err = run_cli(train_main, ["--config", str(config), "--output_dir", str(out)], capsys)
+    assert code == 2
+    reason = "No space left on device" if isinstance(error, OSError) else "PytorchStreamWriter failed"
+    words = [f"the disk filled while saving into {str(out)!r}", reason, "free some space",
+             "checkpoint-1 is the newest whole checkpoint (checkpoint-2 incomplete)", "--resume_from_checkpoint true"]  # fmt: skip
+    assert_one_line_error(err, "gdpo train", words)
+    assert checkpoint_problems(out / "checkpoint-1") == []
+    assert not (out / "model.safetensors").exists()  # training stopped there

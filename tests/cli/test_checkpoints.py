@@ -42,6 +42,32 @@ def test_each_missing_or_truncated_file_is_named(tmp_path, skip, truncate, probl
     assert len(problems) == 1 and problems[0].startswith(problem)
 
 
+@pytest.mark.parametrize("name", ["optimizer.pt", "scheduler.pt", "rng_state.pth"])
+def test_a_zeroed_region_inside_a_torch_file_is_found(tmp_path, name):
+    """Zeros over a tensor's bytes keep the zip directory whole, and torch.load returns wrong numbers silently."""
+    folder = make_checkpoint(tmp_path, 3)
+    torch.save({"state": torch.arange(1000.0)}, folder / name)
+    data = bytearray((folder / name).read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+    (folder / name).write_bytes(bytes(data))
+    assert float(torch.load(folder / name)["state"].sum()) != float(torch.arange(1000.0).sum())  # silently wrong
+    assert checkpoint_problems(folder) == [f"{name} is damaged (0 fails its checksum)"]
+
+
+def test_resume_falls_back_from_a_damaged_optimizer_in_one_line(tmp_path, caplog):
+    make_checkpoint(tmp_path, 2)
+    path = make_checkpoint(tmp_path, 4) / "optimizer.pt"
+    data = bytearray(path.read_bytes())
+    data[100:164] = bytes(64)  # over the pickle: torch.load raises UnicodeDecodeError
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.INFO, logger="gdpo_trl.recipe.checkpoints"):
+        assert resolve_resume_checkpoint(str(tmp_path), "true") == str(tmp_path / "checkpoint-2")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Resuming from checkpoint-2; skipped incomplete checkpoint-4 (optimizer.pt is damaged (data.pkl fails its "
+        "checksum))."
+    ]
+
+
 def test_empty_folder_and_wrong_step(tmp_path):
     (tmp_path / "checkpoint-5").mkdir()
     assert checkpoint_problems(tmp_path / "checkpoint-5") == ["empty folder"]
@@ -127,3 +153,31 @@ def test_prepare_run_reads_the_training_arguments(tmp_path):
         prepare_run(args)
     args.resume_from_checkpoint = "true"
     assert prepare_run(args) == str(tmp_path / "checkpoint-2")
+
+
+def test_a_checkpoint_without_a_recorded_recipe_resumes_with_a_warning(tmp_path, caplog):
+    """Checkpoints saved before the recipe was recorded: the settings cannot be compared, and the line says so."""
+    from gdpo_trl.recipe.resume_settings import check_resume_settings
+
+    checkpoint = make_checkpoint(tmp_path, 2)
+    args = SimpleNamespace(output_dir=str(tmp_path), max_steps=6)
+    with caplog.at_level(logging.WARNING, logger="gdpo_trl.recipe.resume_settings"):
+        assert check_resume_settings(str(checkpoint), None, args, None) == []
+    assert [r.getMessage() for r in caplog.records] == [
+        "Resuming from checkpoint-2, which records no recipe (saved by an older gdpo-trl): changed settings cannot "
+        "be checked; resume with the run's own recipe."
+    ]
+
+
+def test_a_finished_run_is_told_by_its_final_state_even_when_its_last_checkpoint_is_older(tmp_path):
+    """save_steps 4 and max_steps 6: checkpoint-4 is the newest, the final trainer_state.json says step 6."""
+    from gdpo_trl.recipe.resume_settings import RunFinished, check_not_finished
+
+    checkpoint = make_checkpoint(tmp_path, 4)
+    args = SimpleNamespace(output_dir=str(tmp_path), max_steps=6)
+    check_not_finished(tmp_path, checkpoint, args)  # step 4 of 6: resumes
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"global_step": 6}))
+    with pytest.raises(RunFinished, match="already reached step 6 of max_steps=6"):
+        check_not_finished(tmp_path, checkpoint, args)
+    args.max_steps = 8
+    check_not_finished(tmp_path, checkpoint, args)  # a longer run: resumes from checkpoint-4

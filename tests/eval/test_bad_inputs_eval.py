@@ -95,3 +95,26 @@ def test_default_folder_names_every_setting_that_changes_the_result(tmp_path):
     assert len(set(names)) == len(names), names
     assert variants["rewards"].name.endswith("-r-correctness") and variants["tokens"].name.endswith("-tok256")
     assert variants["backend"].name.endswith("-vllm-bfloat16")
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--temperature", "nan"], ["temperature must be a finite number >= 0", "nan"]),
+        (["--temperature", "inf"], ["temperature must be a finite number >= 0", "inf"]),
+        (["--output_dir", "{tmp}/notes.txt"], ["notes.txt' is a file, not a folder", "choose another --output_dir"]),
+        (["--output_dir", "{tmp}/notes.txt/eval"], ["cannot be created", "notes.txt' is a file"]),
+    ],
+)
+def test_bad_sampling_or_output_file_fails_before_the_model_loads(tmp_path, capsys, monkeypatch, flags, words):
+    """One line, exit 2, the file untouched; and before any model or data is loaded (loading is made to fail)."""
+    import gdpo_trl.cli.evaluate as eval_cli
+
+    monkeypatch.setattr(eval_cli, "evaluate", lambda **kw: pytest.fail("evaluate ran"))
+    (tmp_path / "notes.txt").write_text("mine")
+    before = snapshot(tmp_path)
+    flags = [f.replace("{tmp}", str(tmp_path)) for f in flags]
+    code, err = run_cli(eval_main, [*FAST, "--output_dir", str(tmp_path / "eval"), *flags], capsys)
+    assert code == 2
+    assert_one_line_error(err, "gdpo eval", words)
+    assert snapshot(tmp_path) == before

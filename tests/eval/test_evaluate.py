@@ -102,9 +102,9 @@ def test_generation_settings_validation(kwargs, message):
 
 
 def test_default_output_dir(tmp_path):
-    checkpoint = tmp_path / "run" / "checkpoint-5"
-    checkpoint.mkdir(parents=True)
-    (checkpoint / "config.json").write_text("{}")
+    from tests.helpers.checkpoints import make_checkpoint
+
+    checkpoint = make_checkpoint(tmp_path / "run", 5)  # a config.json and weights that add up
     greedy = GenerationSettings()
     spec = resolve_model_spec(str(checkpoint))
     assert default_output_dir(spec, "sample", "test", greedy) == checkpoint / "eval-sample-test"

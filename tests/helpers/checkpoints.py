@@ -14,6 +14,7 @@ def make_checkpoint(folder: Path, step: int, skip: tuple[str, ...] = (), truncat
     path = folder / f"checkpoint-{step}"
     path.mkdir(parents=True)
     save_file({"w": torch.zeros(64)}, str(path / "model.safetensors"))
+    (path / "config.json").write_text("{}")
     for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
         torch.save({"state": torch.zeros(64)}, path / name)
     (path / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))

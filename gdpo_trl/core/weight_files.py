@@ -1,0 +1,91 @@
+"""Is a saved file readable? Safetensors weights (header and size), ``torch.save`` archives (directory and every
+record's checksum), and a model folder's weights as a whole. Shared by the checkpoint checks of a resume
+(:mod:`gdpo_trl.recipe.checkpoints`), the model-folder checks of ``gdpo train`` and ``gdpo eval``'s loading, so a
+damaged file is named in one line before a library fails inside it.
+
+A safetensors file is an 8-byte little-endian header length, that many bytes of JSON (each tensor's
+``data_offsets``), then the data: the file's size must be exactly 8 + header + the largest end offset.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zipfile
+from pathlib import Path
+
+
+def safetensors_problem(path: Path) -> str | None:
+    """Why the safetensors file ``path`` is unreadable (truncated, bad header), or None when its size adds up."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            (header_len,) = struct.unpack("<Q", f.read(8))
+            if header_len > size:
+                return f"{path.name} is truncated"
+            header = json.loads(f.read(header_len))
+    except (OSError, struct.error, ValueError):
+        return f"{path.name} is unreadable"
+    end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+    return (
+        None if size == 8 + header_len + end else f"{path.name} is truncated ({size} of {8 + header_len + end} bytes)"
+    )
+
+
+def torch_file_problem(path: Path) -> str | None:
+    """Why the ``torch.save`` file ``path`` is unreadable; its zip directory is written last, so truncation shows.
+
+    Every record is also read against the CRC-32 the zip stores for it: a damaged region inside the file (a bad
+    sector, a zeroed block) otherwise passes the directory check, and ``torch.load`` then fails on the pickle or,
+    inside a tensor's bytes, loads wrong numbers without a word. Reading costs one pass over the file.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if not archive.namelist():
+                return f"{path.name} is empty"
+            damaged = archive.testzip()
+    except (OSError, zipfile.BadZipFile, EOFError):
+        return f"{path.name} is truncated or unreadable"
+    return f"{path.name} is damaged ({damaged.split('/')[-1]} fails its checksum)" if damaged else None
+
+
+def weights_problem(folder: Path) -> str | None:
+    """Why ``folder`` has no readable weights (full model, sharded model, LoRA adapter or a DeepSpeed/FSDP state)."""
+    for name in ("model.safetensors", "adapter_model.safetensors"):
+        if (folder / name).is_file():
+            return safetensors_problem(folder / name)
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (OSError, ValueError, KeyError):
+            return f"{index.name} is unreadable"
+        problems = [safetensors_problem(folder / s) if (folder / s).is_file() else f"{s} is missing" for s in shards]
+        return next((p for p in problems if p), None)
+    if (folder / "pytorch_model.bin").is_file():
+        return torch_file_problem(folder / "pytorch_model.bin")
+    if any(folder.glob("global_step*")) or any(folder.glob("pytorch_model_fsdp*")):
+        return None  # DeepSpeed / FSDP write their own sharded state; its presence is what we can check cheaply
+    return "no model weights (model.safetensors)"
+
+
+def model_folder_problem(folder: Path) -> str | None:
+    """Why the model (or LoRA adapter) folder ``folder`` cannot load, ending with the fix; None when its config
+    parses and its weights add up. transformers would otherwise fail inside loading with a long traceback."""
+    config = folder / ("adapter_config.json" if (folder / "adapter_config.json").is_file() else "config.json")
+    if not config.is_file():
+        return "holds weights but no config.json: copy the config.json saved with these weights into it"
+    try:
+        parsed = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return f"{config.name} is not valid JSON ({str(error)[:80]}): the folder is damaged; copy or save it again"
+    if not isinstance(parsed, dict):
+        return f"{config.name} holds a {type(parsed).__name__}, not a config: copy or save the folder again"
+    problem = weights_problem(folder)
+    if problem and problem.startswith("no model weights"):
+        return f"has a {config.name} but {problem}: copy the weights saved with it into the folder"
+    if problem:
+        return (
+            f"{problem}: the weights are damaged or cut short (an interrupted copy or save?); copy or save them again"
+        )
+    return None
