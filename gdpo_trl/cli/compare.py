@@ -25,12 +25,12 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything here is local
 
 from gdpo_trl.cli.errors import cli_errors
-from gdpo_trl.core.errors import InputError, input_stage
+from gdpo_trl.core.errors import input_stage
 from gdpo_trl.recipe.arguments import parse_args as parse_recipe
 from gdpo_trl.recipe.checks import check_recipe_yaml
+from gdpo_trl.recipe.names import resolve_recipe
 
-DEFAULT_RECIPE = "recipes/cpu/gdpo/config.yaml"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RECIPE = "cpu/gdpo"  # shipped in the package: the default works from any folder
 
 
 def parse_args(argv=None):
@@ -40,7 +40,7 @@ def parse_args(argv=None):
         prog="gdpo compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     recipe = "(default: the recipe's)"
-    parser.add_argument("--recipe", default=DEFAULT_RECIPE, help="gdpo train recipe every run starts from")
+    parser.add_argument("--recipe", default=DEFAULT_RECIPE, help="gdpo train recipe (file or name) every run starts from")
     parser.add_argument("--methods", nargs="+", default=["grpo", "grpo_no_std", "gdpo"], choices=sorted(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--steps", type=int, help=f"optimizer steps per run, times --scale {recipe}")
@@ -59,11 +59,8 @@ def parse_args(argv=None):
 
 
 def find_recipe(path: str) -> str:
-    """``path`` as given, else relative to the gdpo-trl checkout (so the default works from any folder)."""
-    for candidate in (Path(path), REPO_ROOT / path):
-        if candidate.is_file():
-            return str(candidate)
-    raise InputError(f"recipe {path!r} not found: pass --recipe with a gdpo train YAML recipe.")
+    """``path`` as given if it is a file, else the shipped recipe of that name (``cpu/gdpo``)."""
+    return resolve_recipe(path)
 
 
 def recipe_flags(fields: dict) -> list[str]:

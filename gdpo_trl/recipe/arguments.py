@@ -5,13 +5,13 @@ from __future__ import annotations
 import difflib
 import sys
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser
 
 from gdpo_trl.core.config import GDPOConfig, parse_json_dict
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.recipe.names import resolve_config_flag
 
 
 @dataclass
@@ -135,11 +135,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[GDPOScriptArguments, GDPO
     ``--max_steps``.
     """
     parser = TrlParser(DATACLASSES, allow_abbrev=False)
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "--config" in args[:-1] and not Path(recipe := args[args.index("--config") + 1]).is_file():
-        raise FileNotFoundError(
-            f"Recipe {recipe!r} not found: pass --config with a YAML file, e.g. recipes/cpu/gdpo/config.yaml."
-        )
+    args = resolve_config_flag(sys.argv[1:] if argv is None else argv)  # a recipe name -> its shipped file
     *parsed, yaml_unknown, cli_unknown = parser.parse_args_and_config(
         args, return_remaining_strings=True, separate_remaining_strings=True
     )

@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.recipe.names import resolve_recipe
 from gdpo_trl.recipe.output_checks import check_output_dir
 
 logger = logging.getLogger("gdpo_trl.recipe.checks")
@@ -27,14 +28,10 @@ def check_recipe_yaml(argv: list[str]) -> None:
     if "--config" not in argv:
         return
     if argv.index("--config") + 1 >= len(argv) or argv[argv.index("--config") + 1].startswith("--"):
-        raise InputError("--config needs a recipe file: gdpo train --config recipes/cpu/gdpo/config.yaml")
+        raise InputError("--config needs a recipe file or name: gdpo train --config cpu/gdpo (`gdpo recipes list`)")
     import yaml
 
-    path = Path(argv[argv.index("--config") + 1])
-    if not path.is_file():
-        raise InputError(
-            f"Recipe {str(path)!r} not found: pass --config with a YAML file, e.g. recipes/cpu/gdpo/config.yaml."
-        )
+    path = Path(resolve_recipe(argv[argv.index("--config") + 1]))  # a file, or a shipped recipe's name
     try:
         config = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
