@@ -48,3 +48,9 @@ def resolve_config_flag(argv: list[str]) -> list[str]:
     if "--config" in argv[:-1] and not argv[(i := argv.index("--config")) + 1].startswith("--"):
         argv[i + 1] = resolve_recipe(argv[i + 1])
     return argv
+
+
+def config_file(argv: list[str]) -> str | None:
+    """The recipe file ``--config`` names in ``argv`` (resolved as :func:`resolve_config_flag` does), or ``None``."""
+    argv = resolve_config_flag(argv)
+    return argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
