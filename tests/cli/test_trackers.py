@@ -33,6 +33,7 @@ def _restore_threads():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 def test_tensorboard_sees_every_gdpo_metric(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
