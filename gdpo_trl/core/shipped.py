@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.resources
 from pathlib import Path
 
+from gdpo_trl.core.errors import InputError
+
 FOLDERS = ("recipes", "accelerate_configs")
 
 
@@ -19,4 +21,9 @@ def shipped_folder(name: str) -> Path:
         raise ValueError(f"no shipped folder {name!r}: choose from {FOLDERS}")
     # A regular package (it has an __init__.py) installed from a wheel or in editable mode is a real folder on disk,
     # which accelerate and PyYAML need: not a zip member.
-    return Path(str(importlib.resources.files(f"gdpo_trl.{name}")))
+    try:
+        return Path(str(importlib.resources.files(f"gdpo_trl.{name}")))
+    except ModuleNotFoundError:  # an editable install made before setup.py mapped the folders
+        raise InputError(
+            f"gdpo_trl.{name} is not installed: reinstall gdpo-trl (`make install`, or `pip install -e .` again)."
+        ) from None
