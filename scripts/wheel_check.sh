@@ -57,7 +57,7 @@ gdpo eval --model run-zero2 --dataset warmstart --limit 8 --max_new_tokens 24 --
 python -c 'import json; s = json.load(open("eval/summary.json")); assert s, s'
 
 step "gdpo recipes copy, edit, train"
-gdpo recipes list | grep -q "^cpu/gdpo "
+gdpo recipes list > recipes.txt && grep -q "^cpu/gdpo " recipes.txt
 gdpo recipes copy cpu/gdpo my-recipe.yaml
 sed -i 's/^learning_rate: .*/learning_rate: 1.0e-4/; s/^output_dir: .*/output_dir: my-run/' my-recipe.yaml
 gdpo train --config my-recipe.yaml --max_steps 1 | tee edited.log
