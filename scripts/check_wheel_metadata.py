@@ -29,13 +29,18 @@ def problems(wheel: Path) -> list[str]:
         "License-Expression": "Apache-2.0",
         "Description-Content-Type": "text/markdown",
     }
-    found += [f"{key}: {meta.get(key)!r}, expected {value!r}" for key, value in expect.items() if meta.get(key) != value]
+    found += [
+        f"{key}: {meta.get(key)!r}, expected {value!r}" for key, value in expect.items() if meta.get(key) != value
+    ]
     if f"{info}/licenses/LICENSE" not in names or meta.get_all("License-File") != ["LICENSE"]:
         found.append("the LICENSE file is not in the wheel (License-File)")
     if "GDPO" not in (meta.get_payload() or "") or "Quick start" not in meta.get_payload():
         found.append("the long description is not README.md")
     classifiers = meta.get_all("Classifier") or []
-    for needed in ("Programming Language :: Python :: 3", "Topic :: Scientific/Engineering :: Artificial Intelligence"):
+    for needed in (
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ):
         if needed not in classifiers:
             found.append(f"classifier missing: {needed}")
     if not {"gdpo", "trl"} <= set((meta.get("Keywords") or "").split(",")):

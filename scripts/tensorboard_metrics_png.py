@@ -30,7 +30,9 @@ def main(run_dir: str, out: str) -> None:
         points = logged.Scalars(tag)
         return [p.step for p in points], [p.value for p in points]
 
-    rewards = sorted({t.split("/")[2] for t in tags if t.startswith("train/rewards/") and t.endswith("/advantage_share")})
+    rewards = sorted(
+        {t.split("/")[2] for t in tags if t.startswith("train/rewards/") and t.endswith("/advantage_share")}
+    )
     figure = Figure(figsize=(13, 3.6), layout="constrained")
     panels = figure.subplots(1, 3)
     for name in rewards:

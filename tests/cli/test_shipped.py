@@ -19,7 +19,9 @@ from gdpo_trl.recipe.arguments import parse_args
 from gdpo_trl.recipe.names import recipe_names, recipe_path, resolve_config_flag, resolve_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
-REPO_RECIPES = sorted(p.parent.relative_to(ROOT / "recipes").as_posix() for p in (ROOT / "recipes").rglob("config.yaml"))
+REPO_RECIPES = sorted(
+    p.parent.relative_to(ROOT / "recipes").as_posix() for p in (ROOT / "recipes").rglob("config.yaml")
+)
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +50,12 @@ def test_a_file_wins_over_a_recipe_name(elsewhere):
     local.parent.mkdir()
     local.write_text("max_steps: 1\n")
     assert resolve_recipe("cpu/gdpo") == "cpu/gdpo"
-    assert resolve_config_flag(["--max_steps", "2", "--config", "cpu/gdpo"]) == ["--max_steps", "2", "--config", "cpu/gdpo"]
+    assert resolve_config_flag(["--max_steps", "2", "--config", "cpu/gdpo"]) == [
+        "--max_steps",
+        "2",
+        "--config",
+        "cpu/gdpo",
+    ]
 
 
 def test_an_unknown_recipe_names_the_closest():
