@@ -110,3 +110,10 @@ def test_mixed_precision_follows_the_recipe_unless_given():
     assert launch.recipe_precision(["--config_file", "zero2.yaml"], full)[-2:] == ["--mixed_precision", "no"]
     assert launch.recipe_precision(["--num_processes", "2"], bf16)[-2:] == ["--mixed_precision", "bf16"]
     assert launch.recipe_precision(given, full) == given
+
+
+def test_compare_default_recipe_from_any_folder():
+    from gdpo_trl.cli import compare
+
+    assert compare.parse_args([]).recipe == "cpu/gdpo"
+    assert Path(compare.find_recipe(compare.DEFAULT_RECIPE)).resolve() == ROOT / "recipes/cpu/gdpo/config.yaml"
