@@ -32,10 +32,10 @@ from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.cli.spellings import renamed
 from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
 from gdpo_trl.core.errors import InputError, input_stage
+from gdpo_trl.recipe.names import resolve_recipe
 from gdpo_trl.recipe.recipe_file import read_recipe
 
-DEFAULT_RECIPE = "recipes/cpu/gdpo/config.yaml"
-REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RECIPE = "cpu/gdpo"  # shipped in the package: the default works from any folder
 # The spellings of gdpo compare's flags before they followed gdpo train's (TRL's snake_case): still read, with a warning.
 OLD_SPELLINGS = {
     "--recipe": "--config",
@@ -61,7 +61,7 @@ def parse_args(argv=None):
     )
     read_negative_numbers(parser)
     recipe = "(default: the recipe's)"
-    parser.add_argument("--config", default=DEFAULT_RECIPE, help="gdpo train recipe every run starts from")
+    parser.add_argument("--config", default=DEFAULT_RECIPE, help="gdpo train recipe (file or name) every run starts from")
     parser.add_argument("--methods", nargs="+", default=["grpo", "grpo_no_std", "gdpo"], choices=sorted(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--steps", type=int, help=f"optimizer steps per run, times --scale {recipe}")
@@ -96,11 +96,8 @@ def check_flags(args) -> None:
 
 
 def find_recipe(path: str) -> str:
-    """``path`` as given, else relative to the gdpo-trl checkout (so the default works from any folder)."""
-    for candidate in (Path(path), REPO_ROOT / path):
-        if candidate.is_file():
-            return str(candidate)
-    raise InputError(f"recipe {path!r} not found: pass --config with a gdpo train YAML recipe.")
+    """``path`` as given if it is a file, else the shipped recipe of that name (``cpu/gdpo``)."""
+    return resolve_recipe(path)
 
 
 def recipe_flags(fields: dict) -> list[str]:

@@ -2,8 +2,9 @@
 
 As ``trl grpo`` does, the recipe's flags win: an argument that names a training field (say
 ``--gradient_accumulation_steps``, which ``accelerate launch`` also has) goes to the recipe; any other argument that
-``accelerate launch`` knows goes to accelerate. ``--accelerate_config`` takes a file or the name of one in
-``accelerate_configs/`` (``ddp``, ``zero2``, ``zero3``, ``fsdp2``, ``single_gpu``). Then::
+``accelerate launch`` knows goes to accelerate. ``--accelerate_config`` takes a file or the name of one shipped in
+the package (``ddp``, ``zero2``, ``zero3``, ``fsdp2``, ``single_gpu``: the repository's ``accelerate_configs/``,
+found from any folder). Then::
 
     accelerate launch <launch options> -m gdpo_trl.cli.train <recipe flags>
 
@@ -21,9 +22,9 @@ from pathlib import Path
 
 from gdpo_trl.cli.errors import EXIT_INPUT_ERROR
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.shipped import shipped_folder
 
 CONFIG_FLAG = "--accelerate_config"
-CONFIG_DIRS = (Path("accelerate_configs"), Path(__file__).resolve().parents[2] / "accelerate_configs")
 
 
 def _accelerate_options() -> dict[str, bool]:
@@ -57,17 +58,29 @@ def split_launch_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def resolve_accelerate_config(launch: list[str]) -> list[str]:
-    """``--accelerate_config NAME_OR_FILE`` -> ``--config_file PATH`` (a file, else ``accelerate_configs/NAME.yaml``)."""
+    """``--accelerate_config NAME_OR_FILE`` -> ``--config_file PATH``: a file wins, else the shipped ``NAME.yaml``."""
     if CONFIG_FLAG not in launch:
         return launch
     i = launch.index(CONFIG_FLAG)
     value = launch[i + 1]
-    candidates = [Path(value), *(folder / f"{value}.yaml" for folder in CONFIG_DIRS)]
-    found = next((path for path in candidates if path.is_file()), None)
+    shipped = shipped_folder("accelerate_configs")
+    found = next((path for path in (Path(value), shipped / f"{value}.yaml") if path.is_file()), None)
     if found is None:
-        names = sorted({p.stem for folder in CONFIG_DIRS if folder.is_dir() for p in folder.glob("*.yaml")})
+        names = sorted(path.stem for path in shipped.glob("*.yaml"))
         raise InputError(f"{CONFIG_FLAG} {value!r} is neither a file nor one of the configs {names}.")
     return [*launch[:i], "--config_file", str(found), *launch[i + 2 :]]
+
+
+def recipe_precision(launch: list[str], training_args) -> list[str]:
+    """``launch`` with accelerate's ``--mixed_precision`` taken from the recipe (``bf16``/``fp16``) unless given.
+
+    A config file's own value would otherwise apply: the shipped ``zero2.yaml`` says ``bf16`` (for GPUs), and
+    DeepSpeed stops at the first step when the recipe trains in full precision (``bf16: false``, every CPU recipe).
+    """
+    if any(item.split("=", 1)[0] == "--mixed_precision" for item in launch):
+        return launch
+    precision = "bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "no"
+    return [*launch, "--mixed_precision", precision]
 
 
 def free_port() -> int:

@@ -4,6 +4,7 @@
     gdpo eval    --model outputs/cpu-gdpo --dataset warmstart
     gdpo compare --config recipes/cpu/gdpo/config.yaml --seeds 0 1 2
     gdpo plot    outputs/cpu-gdpo outputs/cpu-grpo
+    gdpo recipes list | copy cpu/gdpo my.yaml
 
 ``gdpo <subcommand> --help`` shows each one's options. Input errors print one line and exit 2 (``--debug`` or
 ``GDPO_TRL_DEBUG=1`` shows the traceback).
@@ -23,6 +24,7 @@ SUBCOMMANDS = {
     "eval": ("gdpo_trl.cli.evaluate", "score a model's completions with reward functions, or on BFCL"),
     "compare": ("gdpo_trl.cli.compare", "train several methods from one recipe over seeds and compare them"),
     "plot": ("gdpo_trl.cli.plot", "plot the reward curves of training runs"),
+    "recipes": ("gdpo_trl.cli.recipes", "list the shipped recipes, or copy one out to edit"),
 }
 
 
@@ -70,17 +72,18 @@ def train(argv: list[str]) -> None:
     check_bare_recipe(argv)
     check_recipe_yaml(argv)
     from gdpo_trl.cli import train as train_command
-    from gdpo_trl.cli.launch import launch_training, split_launch_args
+    from gdpo_trl.cli.launch import launch_training, recipe_precision, split_launch_args
 
     recipe_argv, launch = split_launch_args(argv)
     if not launch:
         return train_command.main(recipe_argv)
-    check_before_launch(recipe_argv)  # one error line here, rather than one traceback per process
-    launch_training(recipe_argv, launch)
+    training_args = check_before_launch(recipe_argv)  # one error line here, rather than one traceback per process
+    launch_training(recipe_argv, recipe_precision(launch, training_args))
 
 
-def check_before_launch(recipe_argv: list[str]) -> None:
-    """Parse and check the recipe as each process will, so a mistake fails once, before any process starts."""
+def check_before_launch(recipe_argv: list[str]):
+    """Parse and check the recipe as each process will, so a mistake fails once, before any process starts; returns
+    its training arguments."""
     from gdpo_trl.core.errors import input_stage
     from gdpo_trl.recipe.arguments import parse_args
     from gdpo_trl.recipe.checks import check_recipe
@@ -88,6 +91,7 @@ def check_before_launch(recipe_argv: list[str]) -> None:
     with input_stage("recipe"):
         script_args, training_args, model_args = parse_args(recipe_argv)
     check_recipe(script_args, training_args, model_args)
+    return training_args
 
 
 if __name__ == "__main__":

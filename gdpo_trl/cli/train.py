@@ -19,10 +19,12 @@ from __future__ import annotations
 from gdpo_trl.cli.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
 from gdpo_trl.cli.engines import check_fsdp_engaged, shutdown_distributed
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.cli.model_card import attach_run_card, write_card
 from gdpo_trl.cli.train_help import answer_help
 from gdpo_trl.core.errors import input_stage
 from gdpo_trl.recipe.arguments import parse_args
 from gdpo_trl.recipe.build import train_run
+from gdpo_trl.recipe.names import config_file
 from gdpo_trl.recipe.recipe_file import check_bare_recipe
 from gdpo_trl.recipe.resume_settings import RunFinished
 
@@ -39,13 +41,20 @@ def main(argv: list[str] | None = None) -> None:
     check_fsdp_engaged()  # an FSDP config on a CPU-only machine would silently run DDP
     setup_logging(training_args.get_process_log_level())
     bound_completions_logging(training_args, argv)
+    recipe = config_file(argv)
+
+    def on_built(trainer) -> None:
+        use_compact_progress(trainer)
+        attach_run_card(trainer, script_args, training_args, model_args, recipe, argv)
+
     try:
-        trainer = train_run(script_args, training_args, model_args, on_built=use_compact_progress)
+        trainer = train_run(script_args, training_args, model_args, on_built=on_built)
     except RunFinished as finished:  # resuming a finished run: one line, nothing written, exit 0
         if training_args.process_index == 0:
             print(f"gdpo train: {finished}", flush=True)
         shutdown_distributed()
         return
+    write_card(trainer, training_args)  # README.md in output_dir (with push_to_hub, saving pushed it already)
     if trainer.accelerator.is_main_process:
         print(final_summary(trainer, training_args.output_dir), flush=True)
     shutdown_distributed()  # before the interpreter exits: a ZeRO-3 rank could abort otherwise (gdpo_trl.cli.engines)

@@ -12,6 +12,7 @@ from trl import ModelConfig, ScriptArguments, TrlParser
 from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
 from gdpo_trl.core.config import GDPOConfig, parse_json_dict
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.recipe.names import resolve_config_flag
 from gdpo_trl.recipe.recipe_file import RECIPE_SUFFIXES, check_recipe_yaml, recipe_argument
 from gdpo_trl.recipe.recipe_values import read_values
 
@@ -150,7 +151,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[GDPOScriptArguments, GDPO
     names. ``allow_abbrev=False``: with hundreds of flags, argparse's prefix matching would silently read a typo such
     as ``--max_step`` as ``--max_steps``.
     """
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = resolve_config_flag(sys.argv[1:] if argv is None else argv)  # a recipe name -> its shipped file
     check_recipe_yaml(args)
     parser = RecipeParser(recipe=recipe_argument(args))
     *parsed, yaml_unknown, cli_unknown = parser.parse_args_and_config(

@@ -12,7 +12,6 @@ from pathlib import Path
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.weight_files import model_folder_problem
 from gdpo_trl.recipe.output_checks import check_output_dir
-from gdpo_trl.recipe.recipe_file import check_recipe_yaml  # noqa: F401 (moved there; imported from here by callers)
 
 logger = logging.getLogger("gdpo_trl.recipe.checks")
 

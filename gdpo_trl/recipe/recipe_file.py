@@ -12,6 +12,7 @@ from collections.abc import Hashable
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.recipe.names import is_recipe, resolve_recipe
 
 CONFIG_FLAG = "--config"
 EXAMPLE = "gdpo train --config recipes/cpu/gdpo/config.yaml"
@@ -25,12 +26,12 @@ def recipe_argument(argv: list[str]) -> str | None:
     i = argv.index(CONFIG_FLAG)
     if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
         raise InputError(f"--config needs a recipe file: {EXAMPLE}")
-    return argv[i + 1]
+    return resolve_recipe(argv[i + 1])  # a file (or folder: read_recipe says so), else a shipped recipe's name
 
 
 def check_bare_recipe(argv: list[str]) -> None:
     """``gdpo train recipe.yaml``: a recipe given without ``--config`` (argparse would call it an unknown argument)."""
-    if argv and not argv[0].startswith("-") and (argv[0].endswith(RECIPE_SUFFIXES) or Path(argv[0]).is_file()):
+    if argv and not argv[0].startswith("-") and (argv[0].endswith(RECIPE_SUFFIXES) or is_recipe(argv[0])):
         raise InputError(f"{argv[0]!r} is not an option: did you mean `--config {argv[0]}`?")
 
 

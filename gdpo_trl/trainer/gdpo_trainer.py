@@ -22,6 +22,9 @@ TRL internals this relies on (checked against trl 1.16; the package pins ``trl>=
 
 from __future__ import annotations
 
+import os
+import textwrap
+
 import torch
 from transformers.utils import logging
 from trl import GRPOTrainer
@@ -56,6 +59,20 @@ def scheduled_weights(start: torch.Tensor, final: torch.Tensor, step: int, max_s
     return start + (final - start) * progress
 
 
+# The paper, for the model card TRL writes (``create_model_card`` reads ``_name``, ``_tag_names`` and ``_paper``).
+GDPO_PAPER = {
+    "title": "GDPO: Group reward-Decoupled Normalization Policy Optimization for Multi-reward RL Optimization",
+    "id": "2601.05242",
+    "citation": textwrap.dedent("""\
+        @article{liu2026gdpo,
+            title        = {{GDPO: Group reward-Decoupled Normalization Policy Optimization for Multi-reward RL Optimization}},
+            author       = {Shih-Yang Liu and Xin Dong and Ximing Lu and Shizhe Diao and Peter Belcak and Mingjie Liu and Min-Hung Chen and Hongxu Yin and Yu-Chiang Frank Wang and Kwang-Ting Cheng and Yejin Choi and Jan Kautz and Pavlo Molchanov},
+            year         = 2026,
+            eprint       = {arXiv:2601.05242},
+        }"""),
+}
+
+
 class GDPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
 
@@ -78,8 +95,16 @@ class GDPOTrainer(GRPOTrainer):
     under GRPO on the same rewards, to show advantage collapse as it happens. With process rewards, see
     :func:`gdpo_trl.trainer.token_rewards.token_reward_diagnostics`.
 
+    The model card (``README.md`` in ``output_dir``, written by TRL at each checkpoint and by ``push_to_hub``) names
+    the rule that trained: GDPO, tagged ``gdpo``, citing the GDPO paper; or GRPO (TRL's name, tags and paper) when
+    advantages are GRPO's. ``model_card_base_model`` and ``model_card_notes`` (Markdown sections, or callables returning them) add to it.
+
     See the module docstring for the TRL internals this class relies on.
     """
+
+    _name = "GDPO"
+    _tag_names = ["trl", "gdpo"]
+    _paper = GDPO_PAPER
 
     def __init__(self, model, reward_funcs=None, args: GDPOConfig | None = None, **kwargs):
         if args is None:
@@ -108,6 +133,12 @@ class GDPOTrainer(GRPOTrainer):
         )
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
         self._process_slots = process_slots
+        if not (self.uses_gdpo or process_slots):  # GRPO's rule trains: the model card says GRPO, as GRPOTrainer's
+            self._name, self._tag_names, self._paper = GRPOTrainer._name, GRPOTrainer._tag_names, GRPOTrainer._paper
+        self.model_card_base_model: str | None = None  # the name the user gave, for a model loaded from a folder
+        # Markdown sections before the card's citations; a callable is called each time a card is written (its text
+        # can then follow training: checkpoint cards, the card `save_model` pushes, the final one).
+        self.model_card_notes: list = []
         self._scored_batch = None  # handed from _calculate_rewards to _generate_and_score_completions (one call)
         self._weight_schedule = None
         if args.reward_weights_final is not None:
@@ -125,6 +156,25 @@ class GDPOTrainer(GRPOTrainer):
                 self.reward_func_names[0],
                 self.scale_rewards,
             )
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+        """TRL's card (this trainer's name, tags and paper, TRL's citation beside it), then: the base model's name
+        where TRL, given a local folder, names none; ``model_card_notes`` before the citations."""
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+        if not self.is_world_process_zero():
+            return
+        path = os.path.join(self.args.output_dir, "README.md")
+        with open(path, encoding="utf-8") as file:
+            card = file.read()
+        # TRL's template links the base model as a Hub id; for a model loaded from a folder it has none ("None").
+        base = f"`{self.model_card_base_model}`" if self.model_card_base_model else "a local model"
+        card = card.replace("[None](https://huggingface.co/None)", base)
+        if self.model_card_notes:
+            head, mark, tail = card.partition("## Citations")
+            notes = [note() if callable(note) else note for note in self.model_card_notes]
+            card = head + "\n\n".join(notes).strip() + "\n\n" + mark + tail
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(card)
 
     @property
     def uses_gdpo(self) -> bool:

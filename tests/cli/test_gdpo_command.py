@@ -23,11 +23,12 @@ RECIPE = str(ROOT / "recipes" / "cpu" / "gdpo" / "config.yaml")
 def test_help_lists_every_subcommand(capsys):
     assert gdpo(["--help"]) == 0
     out = capsys.readouterr().out
-    assert all(name in out for name in ("train", "eval", "compare", "plot")) and set(SUBCOMMANDS) == {
+    assert all(name in out for name in ("train", "eval", "compare", "plot", "recipes")) and set(SUBCOMMANDS) == {
         "train",
         "eval",
         "compare",
         "plot",
+        "recipes",
     }
 
 

@@ -141,7 +141,7 @@ def test_unknown_recipe_fails_naming_it():
     from gdpo_trl.cli import compare
     from gdpo_trl.core.errors import InputError
 
-    with pytest.raises(InputError, match="recipe 'no/such.yaml' not found"):
+    with pytest.raises(InputError, match="Recipe 'no/such.yaml' not found"):
         compare.find_recipe("no/such.yaml")
 
 

@@ -1,0 +1,95 @@
+"""The model card of a real tiny run: it names GDPO and its paper (GRPO and its paper when GRPO's rule trains), and
+says what the run was. ``push_to_hub: true`` pushes the folder with that card: checked up to the network call."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gdpo_trl.cli.train import main
+from gdpo_trl.results.runs import reward_ends
+
+ROOT = Path(__file__).resolve().parents[2]
+GDPO_LINE = (
+    "This model was trained with GDPO, a method introduced in [GDPO: Group reward-Decoupled Normalization Policy "
+    "Optimization for Multi-reward RL Optimization](https://huggingface.co/papers/2601.05242)."
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _restore_threads():
+    """The CPU recipe's `cpu_threads: 1` applies to the whole pytest process: restore torch's setting afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+class FakeHub:
+    """Stands in for transformers' ``hf_api()``: records the calls, and what the card said at upload time."""
+
+    def __init__(self):
+        self.calls = []
+
+    def create_repo(self, repo_id, **kwargs):
+        self.calls.append(("create_repo", repo_id))
+        return SimpleNamespace(repo_id=repo_id)
+
+    def upload_folder(self, repo_id, folder_path, **kwargs):
+        card = (Path(folder_path) / "README.md").read_text()
+        files = sorted(p.name for p in Path(folder_path).iterdir())
+        self.calls.append(("upload_folder", repo_id, folder_path, card, files))
+
+
+def test_gdpo_run_card_names_gdpo_its_paper_and_the_run_and_is_pushed(tmp_path, monkeypatch, capsys):
+    import transformers.trainer
+
+    hub = FakeHub()
+    monkeypatch.setattr(transformers.trainer, "hf_api", lambda: hub)
+    out = tmp_path / "run"
+    argv = ["--config", "cpu/gdpo", "--max_steps", "2", "--output_dir", str(out)]
+    main([*argv, "--push_to_hub", "true", "--hub_model_id", "someone/tiny-gdpo"])
+
+    # Pushed once, at the end, with the model, the tokenizer and this card (no checkpoint was saved: no other push).
+    assert [call[:3] for call in hub.calls] == [
+        ("create_repo", "someone/tiny-gdpo"),
+        ("upload_folder", "someone/tiny-gdpo", str(out)),
+    ]
+    card, files = hub.calls[1][3], hub.calls[1][4]
+    assert {"README.md", "model.safetensors", "config.json", "tokenizer.json"} <= set(files)
+    assert card == (out / "README.md").read_text()
+
+    assert GDPO_LINE in card and "grpo" not in card.split("---")[1]  # the metadata block: tags
+    assert re.search(r"^tags:\n(- \S+\n)*- gdpo\n", card, re.M)
+    assert "@article{liu2026gdpo," in card and "@software{vonwerra2020trl," in card  # the paper's and TRL's
+    assert "Cite GDPO as:" in card and "DeepSeekMath" not in card
+    assert "fine-tuned version of `builtin:warmstart`" in card and "huggingface.co/None" not in card
+    assert "- **Data:** `warmstart`, split `train`" in card
+    assert "- **Method:** GDPO: each reward normalized within its group" in card
+    assert "`multi_objective_aggregation: normalize_then_sum`, `gdpo_batch_norm: true`" in card
+    assert "- **Training:** 2 optimizer steps on 1 process, 8 completions per prompt" in card
+
+    state = json.loads((out / "trainer_state.json").read_text())
+    rows, window = reward_ends(state["log_history"], ["format_reward", "correctness_reward", "integer_reward"])
+    assert window == 1 and len(rows) == 4
+    for metric, first, last in rows:  # the table's numbers are the run's logged means
+        name = metric.split("/")[1] if "/" in metric else None
+        label = f"`{name}` | 1" if name else "total (weighted sum) | "
+        assert f"| {label} | {first:.3f} | {last:.3f} |" in card
+    assert f"`gdpo train {' '.join(argv)} --push_to_hub true --hub_model_id someone/tiny-gdpo`" in card
+    assert (ROOT / "recipes/cpu/gdpo/config.yaml").read_text().strip() in card  # the recipe, as shipped
+
+
+def test_grpo_run_card_says_grpo(tmp_path):
+    out = tmp_path / "grpo"
+    main(["--config", "cpu/grpo", "--max_steps", "1", "--output_dir", str(out)])
+    card = (out / "README.md").read_text()
+    assert "This model was trained with GRPO, a method introduced in [DeepSeekMath" in card
+    assert "- grpo\n" in card and "- gdpo\n" not in card and "liu2026gdpo" not in card
+    assert "- **Method:** GRPO: the weighted sum of rewards normalized within each group" in card
+    assert "`multi_objective_aggregation: sum_then_normalize`, `scale_rewards: group`" in card
