@@ -115,5 +115,5 @@ def test_mixed_precision_follows_the_recipe_unless_given():
 def test_compare_default_recipe_from_any_folder():
     from gdpo_trl.cli import compare
 
-    assert compare.parse_args([]).recipe == "cpu/gdpo"
+    assert compare.parse_args([]).config == "cpu/gdpo"
     assert Path(compare.find_recipe(compare.DEFAULT_RECIPE)).resolve() == ROOT / "recipes/cpu/gdpo/config.yaml"
