@@ -124,7 +124,10 @@ def _flat(value):
 def advantage_groups(tmp):
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "advantage_groups.py"), "--out", str(Path(tmp) / "groups.png")],
-        capture_output=True, text=True, check=True, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     return numbers(out.stdout + out.stderr)
@@ -167,8 +170,20 @@ def pairing_example(tmp):
 
 def bad_input_cases(tmp):
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests/cli/test_bad_inputs.py"],
-        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/cli/test_bad_inputs.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     return [sum("_rejects[" in line for line in out.stdout.splitlines())]  # the parametrized rejection cases
 

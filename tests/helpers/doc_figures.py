@@ -19,7 +19,7 @@ UNITS = (
 )
 FIGURE = re.compile(
     r"(?<![\w.\-/@=:])(?P<sign>[-+−±]?)(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+(?:e[-+]?\d+)?|\d+)"
-    r"(?P<pct>%)?(?![\w.]\d|\.\d|-\d{2}-)(?:[ -](?P<unit>" + UNITS + r")\b)?"
+    r"(?P<pct>%)?(?![\w.]\d|\.\d|-\d{2}-)(?:[ -](?:such |more |held-out |new )?(?P<unit>" + UNITS + r")\b)?"
 )
 MEASURED = re.compile(r"<!-- measured (\d{4}-\d{2}-\d{2}), ([^:]+?): (?P<command>\S.*?) -->")
 CITED = re.compile(r"<!-- cited: (?P<source>\S.*?) -->")
@@ -164,17 +164,22 @@ def _whole_cell(line: str, start: int, end: int, bars: set[int]) -> bool:
     """Whether the number at ``line[start:end]`` is a table cell of its own (a count in a table is a figure)."""
     left = max((b for b in bars if b < start), default=None)
     right = min((b for b in bars if b >= end), default=None)
-    return left is not None and right is not None and not line[left + 1 : start].strip() and not line[end:right].strip()
+    return (
+        left is not None and right is not None and not line[left + 1 : start].strip() and not line[end:right].strip()
+    )
 
 
 def numbers(text: str) -> list[float]:
     """Every number in a text (a source's output), as floats: what a figure may be recomputed as."""
-    return [float(n.replace(",", "").replace("−", "-")) for n in re.findall(r"[-−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", text)]
+    return [
+        float(n.replace(",", "").replace("−", "-")) for n in re.findall(r"[-−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", text)
+    ]
 
 
 def matches(figure: Figure, candidates: list[float]) -> bool:
     """Whether a recomputed number, rounded as the figure is written, is the figure (signs ignored: prose writes
     "0.18 lower" for -0.178; a percentage may be a fraction x 100 or a value in percent)."""
+
     def agrees(x: float, value: float, decimals: int) -> bool:
         if decimals < 0:  # scientific notation: the same mantissa digits
             mantissa = len(figure.text.split("e")[0].split(".")[-1]) if "." in figure.text else 0

@@ -182,7 +182,9 @@ def _seed_study():
 
 def test_every_study_has_rows_tables_and_logs():
     assert sorted(p.stem for p in RESULTS.glob("*.json")) == sorted(STUDIES)
-    assert sorted(p.name for p in (RESULTS / "logs").glob("*.json.gz")) == sorted(f"{t}.json.gz" for t in {**STUDIES, **PILOTS})
+    assert sorted(p.name for p in (RESULTS / "logs").glob("*.json.gz")) == sorted(
+        f"{t}.json.gz" for t in {**STUDIES, **PILOTS}
+    )
     for task in {**STUDIES, **PILOTS}:
         logs = _seed_study().read_logs(RESULTS / "logs" / f"{task}.json.gz")
         assert logs["task"] == task and "gdpo_trl.cli.compare" in logs["command"], task
@@ -195,10 +197,14 @@ def test_committed_tables_are_recomputed_from_the_raw_logs(task, tmp_path, capsy
     committed raw logs, run through seed_study.py exactly as the docs say."""
     flags = STUDIES.get(task, PILOTS.get(task))
     logs = RESULTS / "logs" / f"{task}.json.gz"
-    _seed_study().main(["--task", task, "--from-logs", str(logs), "--docs-dir", str(tmp_path), *flags]
-                       + ["--pilot"] * (task in PILOTS))
+    _seed_study().main(
+        ["--task", task, "--from-logs", str(logs), "--docs-dir", str(tmp_path), *flags]
+        + ["--pilot"] * (task in PILOTS)
+    )
     capsys.readouterr()
-    assert (tmp_path / f"{task}.md").read_text(encoding="utf-8") == (RESULTS / f"{task}.md").read_text(encoding="utf-8")
+    assert (tmp_path / f"{task}.md").read_text(encoding="utf-8") == (RESULTS / f"{task}.md").read_text(
+        encoding="utf-8"
+    )
     if task in STUDIES:
         assert (tmp_path / f"{task}.json").read_text() == (RESULTS / f"{task}.json").read_text()
 

@@ -108,8 +108,13 @@ def test_welch_bootstrap_and_verdicts_against_scipy(task):
         assert ci == f"[{low:+.3f}, {high:+.3f}]", where
         # scipy's percentile bootstrap draws other resamples: it agrees within Monte Carlo error.
         ref = sps.bootstrap(
-            (a, b), lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis), method="percentile",
-            n_resamples=RESAMPLES, paired=False, vectorized=True, rng=np.random.default_rng(1),
+            (a, b),
+            lambda x, y, axis: np.mean(x, axis=axis) - np.mean(y, axis=axis),
+            method="percentile",
+            n_resamples=RESAMPLES,
+            paired=False,
+            vectorized=True,
+            rng=np.random.default_rng(1),
         ).confidence_interval
         assert abs(ref.low - low) < 0.01 and abs(ref.high - high) < 0.01, (where, ref, low, high)
         expected = "ahead" if low > 0 else "behind" if high < 0 else "level"
