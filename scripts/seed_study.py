@@ -167,10 +167,11 @@ def block_table(runs, *, total: bool) -> str:
 def runtime_table(runs) -> str:
     """Per method: the runs' ``train_runtime`` (seconds of training, not process start-up), min-max, mean, sum."""
     lines = ["| method | runs | min-max (s) | mean (s) | sum (min) |", "|---|---:|---:|---:|---:|"]
-    for method in rs.ordered_unique(m for m, _, _ in runs):
-        times = [run.history[RUNTIME][-1][1] for m, _, run in runs if m == method]
+    groups = [(LABELS.get(m, m), [r for r in runs if r[0] == m]) for m in rs.ordered_unique(m for m, _, _ in runs)]
+    for label, members in [*groups, ("all", runs)]:
+        times = [run.history[RUNTIME][-1][1] for _, _, run in members]
         lines.append(
-            f"| {LABELS.get(method, method)} | {len(times)} | {min(times):.0f}-{max(times):.0f} | "
+            f"| {label} | {len(times)} | {min(times):.0f}-{max(times):.0f} | "
             f"{statistics.fmean(times):.0f} | {sum(times) / 60:.1f} |"
         )
     return "\n".join(lines)

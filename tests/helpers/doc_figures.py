@@ -19,6 +19,7 @@ UNITS = (
 )
 FIGURE = re.compile(
     r"(?<![\w.\-/@=:])(?P<sign>[-+−±]?)(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+(?:e[-+]?\d+)?|\d+)"
+    r"(?:[-–](?P<to>\d+(?:\.\d+)?)(?=%|[ -][a-z]))?"  # a range, "52-101 s": both ends are figures
     r"(?P<pct>%)?(?![\w.]\d|\.\d|-\d{2}-)(?:[ -](?:such |more |held-out |new )?(?P<unit>" + UNITS + r")\b)?"
 )
 MEASURED = re.compile(r"<!-- measured (\d{4}-\d{2}-\d{2}), ([^:]+?): (?P<command>\S.*?) -->")
@@ -120,21 +121,20 @@ def figures(path: Path, root: Path) -> list[Figure]:
             in_cell = bool(cells) and _whole_cell(prose, m.start(), m.end(), cells)
             if not ("." in num or m.group("pct") or m.group("unit") or in_cell):
                 continue
-            value = float(num.replace(",", ""))
-            decimals = -1 if "e" in num else len(num.split(".")[1]) if "." in num else 0
-            found.append(
-                Figure(
-                    path=rel,
-                    line=index + 1,
-                    text=m.group(0).strip(),
-                    value=value,
-                    decimals=decimals,
-                    percent=bool(m.group("pct")),
-                    section=" > ".join(headings[k] for k in sorted(headings)),
-                    block=block_of.get(index, -1),
-                    marked=marked[block_of[index]] if index in block_of else None,
+            for number in filter(None, (num, m.group("to"))):
+                found.append(
+                    Figure(
+                        path=rel,
+                        line=index + 1,
+                        text=m.group(0).strip(),
+                        value=float(number.replace(",", "")),
+                        decimals=-1 if "e" in number else len(number.split(".")[1]) if "." in number else 0,
+                        percent=bool(m.group("pct")),
+                        section=" > ".join(headings[k] for k in sorted(headings)),
+                        block=block_of.get(index, -1),
+                        marked=marked[block_of[index]] if index in block_of else None,
+                    )
                 )
-            )
     return found
 
 
