@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import importlib.util
 import json
 import os
 import re
@@ -47,30 +46,22 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.doc_figures import Figure, code_numbers, figures, matches, numbers
+from tests.helpers.studies import LOGGED, LOGS, OTHER_LOGS, PILOTS, RESULTS, ROOT, STUDIES, seed_study
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "docs" / "results"
-LOGS = RESULTS / "logs"
-STUDIES = {"toolcall": [], "gsm8k_style": [], "length": [], "scale6": ["--no-total"], "process": ["--no-total"]}
-PILOTS = ["pilot_toolcall", "pilot_gsm8k_style"]
-GENERATED = [f"docs/results/{task}.md" for task in [*STUDIES, *PILOTS]]
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+GENERATED = [f"docs/results/{task}.md" for task in STUDIES] + [f"docs/results/{t}.md" for t in PILOTS if t in LOGGED]
 
 
 @functools.cache
 def regenerated(task: str, tmp: str) -> str:
-    """docs/results/<task>.md rewritten from its raw logs by seed_study.py, as the docs say it was written."""
-    flags = ["--pilot"] if task in PILOTS else STUDIES[task]
+    """docs/results/<task>.md rewritten from its raw logs by seed_study.py, as the docs say it was written; for a
+    study whose logs are not committed (tests/helpers/studies.py says which), the committed tables, which
+    tests/results/test_results_stats.py recomputes from the study's per-run rows."""
+    if task not in LOGGED:
+        return (RESULTS / f"{task}.md").read_text(encoding="utf-8")
     logs = LOGS / f"{task}.json.gz"
     assert logs.is_file(), f"{logs.relative_to(ROOT)} is missing: the raw data of docs/results/{task}.md"
     out = Path(tmp) / task
-    _script("seed_study").main(["--task", task, "--from-logs", str(logs), "--docs-dir", str(out), *flags])
+    seed_study().main(["--task", task, "--from-logs", str(logs), "--docs-dir", str(out), *{**STUDIES, **PILOTS}[task]])
     return (out / f"{task}.md").read_text(encoding="utf-8")
 
 
@@ -78,26 +69,32 @@ def regenerated(task: str, tmp: str) -> str:
 
 
 def study(task: str):
-    return lambda tmp: numbers(regenerated(task, tmp))
+    """A study's tables and, for a study (not a pilot), its per-run finals (docs/results/<task>.json)."""
+
+    def source(tmp):
+        rows = json.loads((RESULTS / f"{task}.json").read_text()) if task in STUDIES else []
+        return numbers(regenerated(task, tmp)) + [row["final"] for row in rows]
+
+    return source
 
 
 def every_study(tmp):
-    return [x for task in [*STUDIES, *PILOTS] for x in numbers(regenerated(task, tmp))]
+    return [x for task in [*STUDIES, *(p for p in PILOTS if p in LOGGED)] for x in numbers(regenerated(task, tmp))]
 
 
 def compare_demo(tmp):
     """`gdpo compare`'s table from its committed runs (the same code path as --skip-training), and the GDPO runs'
     signal diagnostics (zero-std fractions, distinct advantages per group)."""
-    seed_study = _script("seed_study")
+    study_script = seed_study()
     logs = LOGS / "compare.json.gz"
     assert logs.is_file(), "docs/results/logs/compare.json.gz is missing: the raw data of the gdpo compare table"
-    data = seed_study.read_logs(logs)
-    out = seed_study.materialize_logs(data, Path(tmp) / "compare")
+    data = study_script.read_logs(logs)
+    out = study_script.materialize_logs(data, Path(tmp) / "compare")
     from gdpo_trl.cli import compare
 
     compare.main(["--skip-training", "--out-dir", str(out)])
     table = (out / "comparison.md").read_text(encoding="utf-8")
-    return numbers(table) + numbers(seed_study.diagnostics_table(seed_study.logged_study(data)))
+    return numbers(table) + numbers(study_script.diagnostics_table(study_script.logged_study(data)))
 
 
 def eval_demo(tmp):
@@ -213,7 +210,7 @@ SOURCES = [
     ("docs/process_rewards.md", r"The rule", [worked_example]),
     ("docs/toolcall.md", r"Tool calling \(README section\)|Data: ToolRL", [toolrl_sample_rows]),
     ("docs/toolcall.md", r"The reward rules", [pairing_example]),
-    ("docs/results/README.md", r"Part 1", [study("pilot_toolcall"), study("pilot_gsm8k_style")]),
+    ("docs/results/README.md", r"Part 1", [study(t) for t in PILOTS if t in LOGGED]),
     ("docs/results/README.md", r"H4", [study("toolcall")]),  # the addendum quotes H1's diagnostics
     ("docs/results/README.md", r"Part 2", [every_study]),
     ("docs/results/README.md", r"### H1", [study("toolcall")]),
@@ -306,7 +303,7 @@ def test_every_figure_is_recomputed_measured_or_cited(tmp_path_factory):
     )
 
 
-@pytest.mark.parametrize("rel", GENERATED)
+@pytest.mark.parametrize("rel", [rel for rel in GENERATED if Path(rel).stem in LOGGED])
 def test_generated_tables_are_regenerated_from_their_raw_logs(rel, tmp_path):
     task = Path(rel).stem
     assert (ROOT / rel).read_text(encoding="utf-8") == regenerated(task, str(tmp_path)), rel
@@ -325,7 +322,7 @@ def test_markers_name_a_command():
 
 def test_logs_hold_their_commands():
     found = sorted(p.name for p in LOGS.glob("*.json.gz"))
-    assert found == sorted(f"{t}.json.gz" for t in [*STUDIES, *PILOTS, "compare"])
+    assert found == sorted(f"{t}.json.gz" for t in [*LOGGED, *OTHER_LOGS])
     for name in found:
         data = json.loads(gzip.decompress((LOGS / name).read_bytes()))
         assert data["command"].strip() and data["runs"], name

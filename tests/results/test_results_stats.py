@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.results import stats as rs
+from tests.helpers.studies import LOGGED, LOGS, OTHER_LOGS, PILOTS, RESULTS, STUDIES, seed_study
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -166,45 +167,28 @@ def test_seed_study_script(tmp_path, capsys):
     assert (docs / "toy.md").read_text() == text  # printed only
 
 
-# Every study of docs/results/README.md, with the seed_study.py flags its tables were written with. A fixed list, not
-# a glob: a study whose files are deleted fails here instead of dropping out of the parametrization.
-STUDIES = {"toolcall": [], "gsm8k_style": [], "length": [], "scale6": ["--no-total"], "process": ["--no-total"]}
-PILOTS = {"pilot_toolcall": [], "pilot_gsm8k_style": []}  # part 1's one look: one seed per method
-RESULTS = ROOT / "docs" / "results"
-
-
-def _seed_study():
-    spec = importlib.util.spec_from_file_location("seed_study", ROOT / "scripts" / "seed_study.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
-
-
 def test_every_study_has_rows_tables_and_logs():
     assert sorted(p.stem for p in RESULTS.glob("*.json")) == sorted(STUDIES)
-    assert sorted(p.name for p in (RESULTS / "logs").glob("*.json.gz")) == sorted(
-        f"{t}.json.gz" for t in {**STUDIES, **PILOTS}
+    assert sorted(p.stem for p in RESULTS.glob("*.md") if p.stem != "README") == sorted(
+        [*STUDIES, *(p for p in PILOTS if p in LOGGED)]
     )
-    for task in {**STUDIES, **PILOTS}:
-        logs = _seed_study().read_logs(RESULTS / "logs" / f"{task}.json.gz")
+    assert sorted(p.name for p in LOGS.glob("*.json.gz")) == sorted(f"{t}.json.gz" for t in [*LOGGED, *OTHER_LOGS])
+    for task in LOGGED:
+        logs = seed_study().read_logs(LOGS / f"{task}.json.gz")
         assert logs["task"] == task and "gdpo_trl.cli.compare" in logs["command"], task
         assert len(logs["runs"]) == (2 if task in PILOTS else 20 if task == "process" else 30), task
 
 
-@pytest.mark.parametrize("task", list(STUDIES) + list(PILOTS))
+@pytest.mark.parametrize("task", LOGGED)
 def test_committed_tables_are_recomputed_from_the_raw_logs(task, tmp_path, capsys):
     """<task>.json and every table of <task>.md (diagnostics, block means and times included) follow from the
     committed raw logs, run through seed_study.py exactly as the docs say."""
-    flags = STUDIES.get(task, PILOTS.get(task))
-    logs = RESULTS / "logs" / f"{task}.json.gz"
-    _seed_study().main(
-        ["--task", task, "--from-logs", str(logs), "--docs-dir", str(tmp_path), *flags]
-        + ["--pilot"] * (task in PILOTS)
+    logs = LOGS / f"{task}.json.gz"
+    seed_study().main(
+        ["--task", task, "--from-logs", str(logs), "--docs-dir", str(tmp_path), *{**STUDIES, **PILOTS}[task]]
     )
     capsys.readouterr()
-    assert (tmp_path / f"{task}.md").read_text(encoding="utf-8") == (RESULTS / f"{task}.md").read_text(
-        encoding="utf-8"
-    )
+    assert (tmp_path / f"{task}.md").read_text(encoding="utf-8") == (RESULTS / f"{task}.md").read_text("utf-8")
     if task in STUDIES:
         assert (tmp_path / f"{task}.json").read_text() == (RESULTS / f"{task}.json").read_text()
 
@@ -214,6 +198,6 @@ def test_committed_results_are_recomputable_from_their_rows(task, capsys):
     """Every table of docs/results/<task>.md but the exploratory ones (which need the runs) follows from <task>.json."""
     rows_path = RESULTS / f"{task}.json"
     capsys.readouterr()
-    _seed_study().main(["--task", task, "--from-json", str(rows_path)])
+    seed_study().main(["--task", task, "--from-json", str(rows_path)])
     printed = capsys.readouterr().out.split("## Signal")[0]
     assert printed.strip() == rows_path.with_suffix(".md").read_text(encoding="utf-8").split("## Signal")[0].strip()

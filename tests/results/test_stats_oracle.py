@@ -10,15 +10,14 @@ then it compares them with the numbers printed in ``docs/results/<task>.md`` and
 import gzip
 import json
 import statistics
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "docs" / "results"
-STUDIES = ["toolcall", "gsm8k_style", "length", "scale6", "process"]  # fixed: a missing study fails
+from tests.helpers.studies import LOGGED, PILOTS, RESULTS
+
+STUDIES = [task for task in LOGGED if task not in PILOTS]  # a fixed list: a missing study fails
 METHOD = {"GRPO": "grpo", "GRPO w/o std": "grpo_no_std", "GDPO": "gdpo", "GDPO outcome only": "gdpo_outcome_only"}
 TAIL, RESAMPLES, SEEDS = 10, 10_000, 10
 
