@@ -128,7 +128,7 @@ def toolcall_demo(tmp):
     for reward in ("tool_format", "tool_correctness"):
         values = [e[f"rewards/{reward}/mean"] for e in data["train_log_history"] if f"rewards/{reward}/mean" in e]
         found += [sum(values[:5]) / 5, sum(values[-5:]) / 5, len(values)]
-    return found + [v for v in _flat([data["eval_before"]["metrics"], data["eval_after"]["metrics"]])]
+    return found + [v for v in _flat([data["eval_before"], data["eval_after"]]) if isinstance(v, (int, float))]
 
 
 def advantage_groups(tmp):

@@ -147,7 +147,7 @@ def test_seed_study_script(tmp_path, capsys):
                 }
                 for s in range(1, 13)
             ]
-            (run / "trainer_state.json").write_text(json.dumps({"log_history": [*log, {"step": 12, "train_loss": 1}]}))
+            (run / "trainer_state.json").write_text(json.dumps({"log_history": [*log, {"step": 12, "train_loss": 1, "train_runtime": 6.0 + 2 * seed}]}))
     docs = tmp_path / "docs"
     script.main(["--task", "toy", "--out-dir", str(out), "--docs-dir", str(docs), "--resamples", "500"])
     rows = rs.read_rows(docs / "toy.json")
@@ -160,6 +160,9 @@ def test_seed_study_script(tmp_path, capsys):
     assert "| total | GDPO − GRPO | 7.500 | +1.000 |" in text and "**ahead** | yes |" in text and "0.05/1" in text
     assert text.index("| GRPO | fmt |") < text.index("| GDPO | fmt |")  # baselines first
     assert "| GDPO | 0.250 ± 0.000 | 0.500 ± 0.000 | 3.000 ± 0.000 | 2.000 ± 0.000 |" in text
+    # Block means over seeds (fmt for gdpo: 0.5 + mean seed 1 + the block's mean step / 100) and the run times.
+    assert "| GDPO | fmt | 1.555 | 1.615 |" in text and "| GRPO | 3 | 6-10 | 8 | 0.4 |" in text
+    assert "| all | 6 | 6-10 | 8 | 0.8 |" in text  # 6 + 8 + 10 s per method
     # The tables rebuilt from the JSON alone give the same statistics.
     capsys.readouterr()
     script.main(["--task", "toy", "--from-json", str(docs / "toy.json"), "--resamples", "500"])
