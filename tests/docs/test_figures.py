@@ -15,7 +15,9 @@ inside identifiers (``Qwen2.5``, ``H100``) and whole numbers in prose without a 
 
 1. *Recomputed.* Its file and section (the headings above it) are listed in :data:`SOURCES`, and one of the
    section's sources, rounded as the figure is written, gives it (signs are ignored, as prose writes "0.18 lower";
-   ``81%`` may be 0.81 or 81). A source reads committed data (``docs/results/logs/*.json.gz``: each run's
+   ``81%`` may be 0.81 or 81; a figure written "a ± b" or "[a, b]" matches only a pair of the source written so).
+   In a table row (but those of :data:`SUMMARY_TABLES`), the figure and another figure of its row must come from
+   one line of the source. A source reads committed data (``docs/results/logs/*.json.gz``: each run's
    ``log_history`` and the command that made it; ``docs/results/logs/eval_demo/*.json``) through the same scripts
    the docs name, or runs a cheap command (``scripts/advantage_groups.py``, pytest's collection).
 2. *Measured.* Its block (paragraph, list item, table or fence) is followed by, or holds, the team's dated-measurement
@@ -45,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.doc_figures import Figure, code_numbers, figures, matches, numbers
+from tests.helpers.doc_figures import Figure, code_numbers, figures, matches, matches_pair, numbers, pairs
 from tests.helpers.studies import LOGGED, LOGS, OTHER_LOGS, PILOTS, RESULTS, ROOT, STUDIES, seed_study
 
 GENERATED = [f"docs/results/{task}.md" for task in STUDIES] + [f"docs/results/{t}.md" for t in PILOTS if t in LOGGED]
@@ -73,13 +75,13 @@ def study(task: str):
 
     def source(tmp):
         rows = json.loads((RESULTS / f"{task}.json").read_text()) if task in STUDIES else []
-        return numbers(regenerated(task, tmp)) + [row["final"] for row in rows]
+        return regenerated(task, tmp) + "".join(f"\n{row['final']!r}" for row in rows)
 
     return source
 
 
 def every_study(tmp):
-    return [x for task in [*STUDIES, *(p for p in PILOTS if p in LOGGED)] for x in numbers(regenerated(task, tmp))]
+    return "\n".join(study(task)(tmp) for task in [*STUDIES, *(p for p in PILOTS if p in LOGGED)])
 
 
 def compare_demo(tmp):
@@ -94,7 +96,7 @@ def compare_demo(tmp):
 
     compare.main(["--skip-training", "--out-dir", str(out)])
     table = (out / "comparison.md").read_text(encoding="utf-8")
-    return numbers(table) + numbers(study_script.diagnostics_table(study_script.logged_study(data)))
+    return table + "\n" + study_script.diagnostics_table(study_script.logged_study(data))
 
 
 def eval_demo(tmp):
@@ -131,7 +133,8 @@ def toolcall_demo(tmp):
     return found + [v for v in _flat([data["eval_before"], data["eval_after"]]) if isinstance(v, (int, float))]
 
 
-def advantage_groups(tmp):
+@functools.cache
+def advantage_groups_text(tmp):
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "advantage_groups.py"), "--out", str(Path(tmp) / "groups.png")],
         capture_output=True,
@@ -140,7 +143,27 @@ def advantage_groups(tmp):
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    return numbers(out.stdout + out.stderr)
+    return (out.stdout, out.stderr)
+
+
+def advantage_groups(tmp):
+    return numbers("\n".join(advantage_groups_text(tmp)))
+
+
+def advantage_rows(tmp):
+    """The README's advantage-collapse rows, one per method, from the script's tables (one column per method)."""
+    rows = set()
+    for table in "\n".join(advantage_groups_text(tmp)).split("\n\n"):
+        lines = [line for line in table.splitlines() if line.startswith("|") and "---" not in line]
+        if lines and lines[0].startswith(("| G |", "| K |")):
+            head = [c.strip() for c in lines[0].strip("|").split("|")]
+            body = [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
+            axis = "| completions G (2 rewards) |" if head[0] == "G" else "| rewards K (4 completions) |"
+            rows.add(axis + "".join(f" {row[0]} |" for row in body))
+            for i, name in enumerate(head[1:], 1):
+                label = name.replace("w/o", "without")
+                rows.add(f"| {label} |" + "".join(f" {row[i]} |" for row in body))
+    return rows
 
 
 def worked_example(tmp):
@@ -196,6 +219,19 @@ def bad_input_cases(tmp):
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     return [sum("_rejects[" in line for line in out.stdout.splitlines())]  # the parametrized rejection cases
+
+
+# (file, section pattern) -> a source of whole table rows: a figure in a table row there passes only if its whole row
+# is one of them (small counts collide too easily one by one).
+ROW_SOURCES = [("README.md", r"Advantage collapse", advantage_rows)]
+
+# Tables that summarise several tables of their sources: a row's figures come from different source rows, so the
+# rule that a table row's figures come from one source row does not apply there.
+SUMMARY_TABLES = [("README.md", r"Does GDPO beat GRPO"), ("docs/results/README.md", r"### Summary")]
+
+
+def _summary_table(figure: Figure) -> bool:
+    return any(path == figure.path and re.search(section, figure.section) for path, section in SUMMARY_TABLES)
 
 
 # (file, a regular expression searched in the figure's section) -> its sources. Every matching entry counts.
@@ -259,18 +295,35 @@ def doc_files() -> list[Path]:
     return found
 
 
-def _backed(figure: Figure, tmp: str) -> bool:
+def _backed(figure: Figure, tmp: str, mates: tuple = ()) -> bool:
+    """Whether a figure is recomputed, measured, cited or a setting; ``mates``: the other figures of its table row."""
     if figure.marked:
         return True
+    for path, section, rows in ROW_SOURCES:
+        if figure.row and path == figure.path and re.search(section, figure.section):
+            return figure.row in _rows(rows, tmp)
     if figure.text in SETTINGS.get(figure.path, {}):
         return True
     if figure.decimals == 0 and not figure.percent and matches(figure, _code(figure.path).get(figure.section, [])):
         return True
     for path, section, sources in SOURCES:
         if path == figure.path and re.search(section, figure.section):
-            if any(matches(figure, _values(source, tmp)) for source in sources):
-                return True
+            for source in sources:
+                values, value_pairs, lines = _values(source, tmp)
+                if not (matches_pair(figure, value_pairs) if figure.pair else matches(figure, values)):
+                    continue
+                if not (figure.row and mates and lines) or _summary_table(figure):
+                    return True
+                # In a table row, the figure and another figure of its row must come from one line of the source
+                # (a row of its table), not from anywhere in it.
+                if any(matches(figure, line) and any(matches(m, line) for m in mates) for line in lines):
+                    return True
     return False
+
+
+@functools.cache
+def _rows(source, tmp: str) -> frozenset:
+    return frozenset(source(tmp))
 
 
 @functools.cache
@@ -279,8 +332,12 @@ def _code(rel: str) -> dict[str, list[float]]:
 
 
 @functools.cache
-def _values(source, tmp: str) -> list[float]:
-    return source(tmp)
+def _values(source, tmp: str) -> tuple[list[float], list[tuple], list[list[float]]]:
+    """A source's numbers and, when it returns text, its "a ± b" and "[a, b]" pairs and each line's numbers."""
+    found = source(tmp)
+    if not isinstance(found, str):
+        return found, [], []
+    return numbers(found), pairs(found), [numbers(line) for line in found.splitlines() if line.startswith("|")]
 
 
 @pytest.mark.slow  # about 15 s alone (pytest's collection of one file, two small subprocesses); longer under load
@@ -291,9 +348,11 @@ def test_every_figure_is_recomputed_measured_or_cited(tmp_path_factory):
         rel = str(path.relative_to(ROOT))
         if rel in GENERATED:
             continue  # compared whole below
-        for figure in figures(path, ROOT):
+        found = figures(path, ROOT)
+        for figure in found:
             checked += 1
-            if not _backed(figure, tmp):
+            mates = tuple(f for f in found if f.line == figure.line and f.row and f.value != figure.value)
+            if not _backed(figure, tmp, mates):
                 failures.append(f"{figure.path}:{figure.line}: {figure.text!r} ({figure.section or 'top'})")
     assert checked > 300, f"only {checked} figures found: the extraction is broken"
     assert not failures, (

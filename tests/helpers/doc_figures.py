@@ -39,6 +39,8 @@ class Figure:
     section: str  # the headings above it, "## A > ### B"
     block: int  # index of its block in the file
     marked: str | None  # "measured"/"cited" when its block carries such a marker
+    row: str = ""  # the whole line, when it is a table row
+    pair: tuple | None = None  # ("±", a, b) or ("[]", a, b) when written as "a ± b" or "[a, b]": both must match
 
 
 def _blocks(lines: list[str]) -> list[tuple[int, int]]:
@@ -115,6 +117,10 @@ def figures(path: Path, root: Path) -> list[Figure]:
             headings = {k: v for k, v in headings.items() if k < level}
             headings[level] = line.strip()
         prose = _strip(line)
+        paired = {}
+        for kind, m in ((k, m) for k, pattern in PAIRS.items() for m in pattern.finditer(prose)):
+            pair = (kind, _number(m.group(1)), _number(m.group(2)))
+            paired[m.start(1)] = paired[m.start(2)] = pair
         cells = {i for i, c in enumerate(prose) if c == "|"} if prose.lstrip().startswith("|") else set()
         for m in FIGURE.finditer(prose):
             num = m.group("num")
@@ -133,9 +139,24 @@ def figures(path: Path, root: Path) -> list[Figure]:
                         section=" > ".join(headings[k] for k in sorted(headings)),
                         block=block_of.get(index, -1),
                         marked=marked[block_of[index]] if index in block_of else None,
+                        pair=paired.get(m.start("num")),
+                        row=line.strip() if cells else "",
                     )
                 )
     return found
+
+
+_NUM = r"([-+−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
+PAIRS = {"±": re.compile(_NUM + r" ± " + _NUM), "[]": re.compile(r"\[" + _NUM + r", " + _NUM + r"\]")}
+
+
+def _number(text: str) -> float:
+    return float(text.replace("−", "-").replace("+", ""))
+
+
+def pairs(text: str) -> list[tuple]:
+    """Every "a ± b" and "[a, b]" of a source's text, as ("±" or "[]", a, b)."""
+    return [(kind, _number(m.group(1)), _number(m.group(2))) for kind, p in PAIRS.items() for m in p.finditer(text)]
 
 
 def code_numbers(path: Path) -> dict[str, list[float]]:
@@ -174,6 +195,23 @@ def numbers(text: str) -> list[float]:
     return [
         float(n.replace(",", "").replace("−", "-")) for n in re.findall(r"[-−]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?", text)
     ]
+
+
+def matches_pair(figure: Figure, candidates: list[tuple]) -> bool:
+    """For a figure written as half of "a ± b" or "[a, b]": a source pair of the same kind matches both halves."""
+    kind, a, b = figure.pair
+    for other_kind, x, y in candidates:
+        if other_kind == kind and _agrees(figure, x, a) and _agrees(figure, y, b):
+            return True
+    return False
+
+
+def _agrees(figure: Figure, x: float, value: float) -> bool:
+    """``x`` rounded as the figure is written is ``value`` (signs ignored)."""
+    decimals = figure.decimals
+    if decimals < 0:
+        return float(f"{abs(x):.1e}") == abs(value)
+    return f"{abs(x):.{decimals}f}" == f"{abs(value):.{decimals}f}"
 
 
 def matches(figure: Figure, candidates: list[float]) -> bool:
