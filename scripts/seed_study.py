@@ -1,31 +1,47 @@
 """Export a gdpo compare seed study and its pre-registered statistics (docs/results/README.md).
 
-Reads every ``<method>-seed<N>/trainer_state.json`` under a gdpo compare ``--output_dir`` and writes
+Reads every ``<method>-seed<N>/trainer_state.json`` under a gdpo compare ``--output_dir`` (or the raw logs exported
+before, ``--from-logs docs/results/logs/<task>.json.gz``) and writes
 
 * ``<docs-dir>/<task>.json``: one row ``{"task", "method", "seed", "reward", "final"}`` per run and reward
   (``total`` is the logged weighted sum ``reward``), ``final`` being the mean of the run's last ``--tail`` logged steps;
 * ``<docs-dir>/<task>.md``: mean ± std over seeds per method and reward; for ``--method`` (GDPO) against every other
   method, the difference of means, Welch's two-sided t-test, a seeded 95% percentile-bootstrap CI and the verdict
-  (ahead / level / behind: the CI only); and, exploratory, the logged signal diagnostics averaged over steps.
+  (ahead / level / behind: the CI only); and, exploratory, the logged signal diagnostics averaged over steps, the
+  means over blocks of 10 steps and the runs' training times;
+* with ``--export-logs``, ``<docs-dir>/logs/<task>.json.gz``: the raw data, ``{"task", "command", "runs": {"<method>-
+  seed<N>": log_history}}`` (each run's ``trainer_state.json`` log, keys no table reads left out), from which
+  ``--from-logs`` recomputes every table above. ``--pilot`` writes only the block means and times (one seed each).
 
-    python scripts/seed_study.py --task toolcall --out-dir outputs/results/toolcall
+    python scripts/seed_study.py --task toolcall --out-dir outputs/results/toolcall --export-logs --command "..."
+    python scripts/seed_study.py --task toolcall --from-logs docs/results/logs/toolcall.json.gz   # rewrite from the logs
     python scripts/seed_study.py --task toolcall --from-json docs/results/toolcall.json   # print the tables from the JSON
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import re
 import statistics
 from pathlib import Path
 
 from gdpo_trl.results import stats as rs
-from gdpo_trl.results.runs import load_run, reward_names
+from gdpo_trl.results.runs import STATE_FILE, Run, history_from_log, load_run, reward_names
 
 LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo_outcome_only": "GDPO outcome only", "gdpo": "GDPO"}
 RUN_DIR = re.compile(r"(?P<method>.+)-seed(?P<seed>\d+)")
 TOTAL = "total"
 DIAGNOSTICS = ("frac_reward_zero_std", "advantages/distinct_per_group", "advantages/distinct_per_group_grpo")
+BLOCK = 10  # steps per block of the block-means table (the pilot's table in docs/results/README.md)
+RUNTIME = "train_runtime"  # seconds of Trainer.train, logged once at the end of a run
+# The log keys kept in the exported raw data: every key a table or a figure of the docs reads (clip ratios, token
+# counts, gradient norms and the like are left out to keep the files small).
+KEPT_KEYS = re.compile(
+    r"step|epoch|loss|entropy|learning_rate|reward|reward_std|frac_reward_zero_std|step_time|train_runtime"
+    r"|completions/mean_length|rewards/.+|advantages/.+|reward_weights/.+"
+)
 
 
 def parse_args(argv=None):
@@ -34,6 +50,10 @@ def parse_args(argv=None):
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--out-dir", help="a gdpo compare --output_dir")
     source.add_argument("--from-json", help="rows exported before: print the tables (no diagnostics), write nothing")
+    source.add_argument("--from-logs", help="raw logs exported before (--export-logs): rewrite every table from them")
+    parser.add_argument("--export-logs", action="store_true", help="also write <docs-dir>/logs/<task>.json.gz")
+    parser.add_argument("--command", default="", help="with --export-logs: the exact commands that made the runs")
+    parser.add_argument("--pilot", action="store_true", help="one seed per method: block means and times only")
     parser.add_argument("--docs-dir", default="docs/results")
     parser.add_argument("--method", default="gdpo", help="the method compared with every other")
     parser.add_argument("--tail", type=int, default=10, help="a run's final value: mean of its last TAIL steps")
@@ -52,6 +72,49 @@ def load_study(out_dir: Path) -> list[tuple[str, int, object]]:
             found.append((match["method"], int(match["seed"]), load_run(folder)))
     if not found:
         raise SystemExit(f"seed_study: no <method>-seed<N>/trainer_state.json under {out_dir}")
+    return _ordered(found)
+
+
+def export_logs(task: str, out_dir: Path, command: str, path: Path) -> Path:
+    """Write every run's ``log_history`` under ``out_dir`` (kept keys only) and the command, gzipped JSON."""
+    if not command.strip():
+        raise SystemExit("seed_study: --export-logs needs --command, the exact commands that produced the runs")
+    runs = {}
+    for folder in sorted(Path(out_dir).iterdir()):
+        if RUN_DIR.fullmatch(folder.name) and (folder / STATE_FILE).is_file():
+            log = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))["log_history"]
+            runs[folder.name] = [{k: v for k, v in entry.items() if KEPT_KEYS.fullmatch(k)} for entry in log]
+    if not runs:
+        raise SystemExit(f"seed_study: no <method>-seed<N>/{STATE_FILE} under {out_dir}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps({"task": task, "command": command, "runs": runs}, sort_keys=True).encode()
+    path.write_bytes(gzip.compress(data, mtime=0))  # mtime 0: the same logs give the same bytes
+    return path
+
+
+def read_logs(path: str | Path) -> dict:
+    """The exported raw data: ``{"task", "command", "runs": {"<method>-seed<N>": log_history}}``."""
+    return json.loads(gzip.decompress(Path(path).read_bytes()))
+
+
+def materialize_logs(logs: dict, out_dir: Path) -> Path:
+    """Write the exported runs back as ``<out_dir>/<method>-seed<N>/trainer_state.json`` (what gdpo compare reads)."""
+    for name, log in logs["runs"].items():
+        (Path(out_dir) / name).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / name / STATE_FILE).write_text(json.dumps({"log_history": log}), encoding="utf-8")
+    return Path(out_dir)
+
+
+def logged_study(logs: dict) -> list[tuple[str, int, Run]]:
+    """``(method, seed, Run)`` for every exported run, ordered as :func:`load_study` orders folders."""
+    found = []
+    for name, log in logs["runs"].items():
+        match = RUN_DIR.fullmatch(name)
+        found.append((match["method"], int(match["seed"]), Run(name, Path(name), history_from_log(log))))
+    return _ordered(found)
+
+
+def _ordered(found):
     order = list(LABELS)  # known methods in a fixed order (baselines first), any other after them by name
     return sorted(found, key=lambda r: (order.index(r[0]) if r[0] in order else len(order), r[0], r[1]))
 
@@ -85,6 +148,51 @@ def diagnostics_table(runs) -> str:
     return "\n".join(lines)
 
 
+def block_table(runs, *, total: bool) -> str:
+    """Per method and reward, the mean over seeds of each block of BLOCK steps' mean (exploratory)."""
+    names = reward_names([run for _, _, run in runs]) + [TOTAL] * total
+    steps = max(len(run.history[f"rewards/{names[0]}/mean"]) for _, _, run in runs)
+    blocks = [(start, min(start + BLOCK, steps)) for start in range(0, steps, BLOCK)]
+    head = " | ".join(f"steps {a + 1}-{b}" for a, b in blocks)
+    lines = [f"| method | reward | {head} |", "|---|---|" + "---:|" * len(blocks)]
+    for method in rs.ordered_unique(m for m, _, _ in runs):
+        for name in names:
+            key = "reward" if name == TOTAL else f"rewards/{name}/mean"
+            series = [[v for _, v in run.history[key]] for m, _, run in runs if m == method]
+            cells = [statistics.fmean(statistics.fmean(s[a:b]) for s in series) for a, b in blocks]
+            lines.append(f"| {LABELS.get(method, method)} | {name} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def runtime_table(runs) -> str:
+    """Per method: the runs' ``train_runtime`` (seconds of training, not process start-up), min-max, mean, sum."""
+    lines = ["| method | runs | min-max (s) | mean (s) | sum (min) |", "|---|---:|---:|---:|---:|"]
+    groups = [(LABELS.get(m, m), [r for r in runs if r[0] == m]) for m in rs.ordered_unique(m for m, _, _ in runs)]
+    for label, members in [*groups, ("all", runs)]:
+        times = [run.history[RUNTIME][-1][1] for _, _, run in members]
+        lines.append(
+            f"| {label} | {len(times)} | {min(times):.0f}-{max(times):.0f} | "
+            f"{statistics.fmean(times):.0f} | {sum(times) / 60:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def pilot_report(task: str, runs, total: bool) -> str:
+    return (
+        "\n".join(
+            [
+                f"# Pilot: {task}\n",
+                f"One seed per method. Generated by `scripts/seed_study.py --pilot` from `logs/{task}.json.gz`.\n",
+                f"## Means over blocks of {BLOCK} steps\n",
+                block_table(runs, total=total),
+                "\n## Training time per run (`train_runtime`)\n",
+                runtime_table(runs),
+            ]
+        )
+        + "\n"
+    )
+
+
 def report(task: str, rows: list[dict], args, runs=None) -> str:
     methods = rs.ordered_unique(r["method"] for r in rows)
     rewards = rs.ordered_unique(r["reward"] for r in rows)
@@ -112,6 +220,10 @@ def report(task: str, rows: list[dict], args, runs=None) -> str:
         parts += [
             "\n## Signal diagnostics (exploratory; each run's mean over all steps, then mean ± std over seeds)\n",
             diagnostics_table(runs),
+            f"\n## Means over blocks of {BLOCK} steps (exploratory; mean over seeds)\n",
+            block_table(runs, total=not args.no_total),
+            "\n## Training time per run (`train_runtime`: the Trainer's loop, not process start-up)\n",
+            runtime_table(runs),
         ]
     return "\n".join(parts) + "\n"
 
@@ -120,8 +232,19 @@ def main(argv=None):
     args = parse_args(argv)
     docs = Path(args.docs_dir)
     runs = None
-    if args.out_dir:
-        runs = load_study(Path(args.out_dir))
+    if args.export_logs:
+        if not args.out_dir:
+            raise SystemExit("seed_study: --export-logs reads the runs of --out-dir")
+        print(
+            f"wrote {export_logs(args.task, Path(args.out_dir), args.command, docs / 'logs' / f'{args.task}.json.gz')}"
+        )
+    if args.out_dir or args.from_logs:
+        runs = load_study(Path(args.out_dir)) if args.out_dir else logged_study(read_logs(args.from_logs))
+        if args.pilot:
+            text = pilot_report(args.task, runs, total=not args.no_total)
+            (docs / f"{args.task}.md").write_text(text, encoding="utf-8")
+            print(text)
+            return
         rows = study_rows(args.task, runs, tail=args.tail, total=not args.no_total)
         rs.write_rows(rows, docs / f"{args.task}.json")
     else:

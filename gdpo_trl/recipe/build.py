@@ -4,7 +4,9 @@ Parsing is apart (:func:`gdpo_trl.recipe.arguments.parse_args`), as in TRL's scr
 ``main(script_args, training_args, model_args)``, so every path builds the same way: ``gdpo train``, each run of
 ``gdpo compare``, the tests and Python users::
 
-    from gdpo_trl.recipe import parse_args, train_run
+    from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.recipe.build import train_run
+
     script_args, training_args, model_args = parse_args(["--config", "recipes/cpu/gdpo/config.yaml"])
     trainer = train_run(script_args, training_args, model_args)
 

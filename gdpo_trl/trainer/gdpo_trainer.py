@@ -34,13 +34,7 @@ from gdpo_trl.core.config import GDPOConfig, check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.rewards.conditioned import apply_reward_conditions
 from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
-from gdpo_trl.trainer.reward_checks import (  # noqa: F401 - re-exported: tests and users import them from here
-    CheckedAsyncReward,
-    CheckedReward,
-    RewardFunctionError,
-    check_reward_funcs,
-    check_reward_output,
-)
+from gdpo_trl.trainer.reward_checks import check_reward_funcs
 from gdpo_trl.trainer.token_rewards import (
     assemble_token_rewards,
     completion_means,

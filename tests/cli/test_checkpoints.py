@@ -141,6 +141,14 @@ def test_resuming_is_allowed_and_an_empty_folder_is_fine(tmp_path):
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "notes.txt").write_text("x")
     prepare_output_dir(str(tmp_path / "logs"), None, overwrite=False)  # other files are no earlier run
+    # Nothing was deleted or added in any of the three folders.
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["checkpoint-2"]
+    assert sorted(p.name for p in (tmp_path / "run" / "checkpoint-2").iterdir()) == sorted(
+        p.name for p in make_checkpoint(tmp_path / "reference", 2).iterdir()
+    )
+    assert list((tmp_path / "empty").iterdir()) == []
+    assert [p.name for p in (tmp_path / "logs").iterdir()] == ["notes.txt"]
+    assert (tmp_path / "logs" / "notes.txt").read_text() == "x"
 
 
 def test_prepare_run_reads_the_training_arguments(tmp_path):

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers.requirements import require_module
+
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").glob("**/config.yaml"))
 ACCELERATE_CONFIGS = sorted((ROOT / "accelerate_configs").glob("*.yaml"))
@@ -195,7 +197,7 @@ def test_gpu_recipe_keys_are_current(recipe):
 def test_deepspeed_config_is_valid_for_installed_deepspeed(config_file):
     """The ZeRO section accelerate builds from the config passes DeepSpeed's own schema (unknown keys are errors
     there) and uses no field DeepSpeed marks deprecated."""
-    deepspeed = pytest.importorskip("deepspeed", reason="DeepSpeed is part of the dev extra")
+    deepspeed = require_module("deepspeed", "DeepSpeed is part of the dev extra: pip install -e '.[dev]'")
     from accelerate.commands.config.config_args import load_config_from_file
     from accelerate.utils import DeepSpeedPlugin
     from deepspeed.runtime.zero.config import DeepSpeedZeroConfig

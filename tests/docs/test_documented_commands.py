@@ -5,6 +5,7 @@ fenced ``bash`` block, runnable or marked ``<!-- gpu -->``/``<!-- slow -->`` (:m
 no two runnable examples write to one folder, and that the GPU recipes the docs launch parse and keep their batch.
 
 The run tests (marker ``docs``; ``make test-docs``) run the runnable blocks the way a reader would: in reading order,
+and where the docs show what a command prints (:data:`PRINTS`), they check those figures against its output;
 with bash, in a fresh clone of this checkout's HEAD, after the quick start's ``make demo``, each within
 ``$GDPO_DOCS_BLOCK_LIMIT`` seconds (300). The clone's ``.venv/bin`` holds ``gdpo``, ``python`` and ``accelerate``
 wrappers that run the clone's code with the Python running the tests (and an ``activate`` script), so nothing is
@@ -225,6 +226,74 @@ def clone(tmp_path_factory):
     return root, env
 
 
+def _readme_rows(section: str, prefix: str = "| ") -> list[str]:
+    """The table rows of a README section (up to the next heading of the same or a higher level)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(section)
+    level = section.split(" ")[0]
+    end = min(
+        (
+            i
+            for i in (text.find("\n" + h + " ", start + 1) for h in ("#" * n for n in range(1, len(level) + 1)))
+            if i > 0
+        ),
+        default=len(text),
+    )
+    return [line for line in text[start:end].splitlines() if line.startswith(prefix) and "---" not in line]
+
+
+def _advantage_tables(root: Path, output: str) -> list[str]:
+    """The README's two tables (one row per method) are the script's two tables (one column per method)."""
+    printed: list[dict[str, list[str]]] = []
+    for table in output.split("\n\n"):
+        lines = [line for line in table.splitlines() if line.startswith("|") and "---" not in line]
+        if lines and lines[0].startswith(("| G |", "| K |")):
+            head = [c.strip() for c in lines[0].strip("|").split("|")]
+            cols = [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
+            printed.append({name: [row[i] for row in cols] for i, name in enumerate(head) if i})
+    rows = [r for r in _readme_rows("### Advantage collapse") if r.split("|")[1].strip().startswith(("GRPO", "GDPO"))]
+    assert len(printed) == 2 and len(rows) == 6, (printed, rows)
+    problems = []
+    for index, row in enumerate(rows):
+        name, *cells = [c.strip() for c in row.strip("|").split("|")]
+        if printed[index // 3].get(name.replace("without", "w/o")) != cells:
+            problems.append(f"README's row {row!r} differs from the script's {printed[index // 3]}")
+    return problems
+
+
+def _demo_summary(root: Path, output: str) -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = text[text.index("What it printed (`make demo`") :].split("```")[1].splitlines()
+    rows = [line for line in shown if line.startswith(("rewards/", "reward "))]
+    assert len(rows) == 4, shown
+    return [f"README's `make demo` line {row!r} was not printed" for row in rows if row not in output]
+
+
+def _eval_demo(root: Path, output: str) -> list[str]:
+    import json
+
+    problems = []
+    for which in ("before", "after"):
+        committed = json.loads((ROOT / "docs/results/logs/eval_demo" / f"{which}.json").read_text())["metrics"]
+        measured = json.loads((root / f"outputs/cpu-gdpo-{which}/summary.json").read_text())["metrics"]
+        if measured != committed:
+            problems.append(f"make eval-demo {which}: {measured} != the README's (committed) {committed}")
+    return problems
+
+
+# What a documented command prints, checked against the figures the docs show for it.
+PRINTS = {
+    "python scripts/advantage_groups.py": _advantage_tables,
+    "make demo": _demo_summary,
+    "make eval-demo": _eval_demo,
+}
+
+
+def _check_prints(root: Path, code: str, output: str, name: str) -> None:
+    problems = [p for command, check in PRINTS.items() if command in code.splitlines() for p in check(root, output)]
+    assert not problems, f"{name}: the docs' figures differ from what it printed:\n" + "\n".join(problems)
+
+
 def _run(root: Path, env: dict, code: str, name: str) -> float:
     start = time.monotonic()
     try:
@@ -238,6 +307,7 @@ def _run(root: Path, env: dict, code: str, name: str) -> float:
     assert result.returncode == 0, (
         f"{name} exited {result.returncode}:\n{code}\n--- output ---\n{result.stdout[-3000:]}{result.stderr[-5000:]}"
     )
+    _check_prints(root, code, result.stdout + result.stderr, name)
     return seconds
 
 

@@ -25,6 +25,7 @@ def runnable_blocks() -> list[tuple[str, str, int]]:
 def test_marked_blocks_are_found():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = runnable_blocks()
+    assert len(blocks) >= 2, f"README.md has {len(blocks)} {MARKER} blocks: the Python examples are gone or unmarked"
     assert len(blocks) == text.count(MARKER)  # every marker sits right above a python fence
     assert {language for language, _, _ in blocks} == {"python"}
 

@@ -17,8 +17,9 @@ from tests.helpers.engines_launch import (
     launch,
     load_probes,
 )
+from tests.helpers.requirements import require_module
 
-pytest.importorskip("deepspeed", reason="DeepSpeed is part of the dev extra: pip install -e '.[dev]'")
+require_module("deepspeed", "DeepSpeed is part of the dev extra: pip install -e '.[dev]'")
 
 pytestmark = [pytest.mark.slow, pytest.mark.engines]
 

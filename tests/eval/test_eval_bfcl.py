@@ -6,11 +6,10 @@ import json
 import pytest
 
 # bfcl-eval is installed with --no-deps into a folder of its own (see gdpo_trl/eval/bfcl.py); without it these
-# tests cannot run at all.
-from gdpo_trl.eval.bfcl import INSTALL_HINT, use_bfcl_path
+# tests cannot run at all: they skip, or fail in CI (tests/helpers/requirements.py).
+from tests.helpers.requirements import require_bfcl
 
-if not use_bfcl_path():
-    pytest.skip(f"needs bfcl-eval: {INSTALL_HINT}", allow_module_level=True)
+require_bfcl()
 
 from gdpo_trl.eval.bfcl import (  # noqa: E402
     CATEGORIES,

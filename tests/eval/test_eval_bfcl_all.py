@@ -6,10 +6,9 @@ import json
 
 import pytest
 
-from gdpo_trl.eval.bfcl import INSTALL_HINT, use_bfcl_path
+from tests.helpers.requirements import require_bfcl
 
-if not use_bfcl_path():
-    pytest.skip(f"needs bfcl-eval: {INSTALL_HINT}", allow_module_level=True)
+require_bfcl()  # skips without bfcl-eval, fails in CI
 
 from gdpo_trl.eval.bfcl import CATEGORIES, evaluate_bfcl, load_category, score_completion  # noqa: E402
 from gdpo_trl.eval.bfcl_render import answer_calls, answer_completion, render_completion  # noqa: E402

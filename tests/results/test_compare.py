@@ -169,6 +169,8 @@ def test_two_step_comparison_of_another_recipe(recipe, model, methods, rows, tot
             assert f"| {label} | {reward} |" in table
         assert (f"| {label} | reward |" in table) is total  # no total when one method trains on fewer rewards
         history = json.loads((out / f"{method}-seed0" / "trainer_state.json").read_text())["log_history"]
-        assert all(f"rewards/{rows[-1]}/mean" in entry for entry in history if "loss" in entry)
+        steps = [entry for entry in history if "loss" in entry]
+        assert len(steps) == 2, history  # an empty filter must not pass the check below
+        assert all(f"rewards/{rows[-1]}/mean" in entry for entry in steps)
     assert f"recipe {_recipe(recipe)}" in table and "2 steps of 2 prompts x 2 completions" in table
     assert (out / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.results import stats as rs
+from tests.helpers.studies import LOGGED, LOGS, OTHER_LOGS, PILOTS, RESULTS, STUDIES, seed_study
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -146,7 +147,7 @@ def test_seed_study_script(tmp_path, capsys):
                 }
                 for s in range(1, 13)
             ]
-            (run / "trainer_state.json").write_text(json.dumps({"log_history": [*log, {"step": 12, "train_loss": 1}]}))
+            (run / "trainer_state.json").write_text(json.dumps({"log_history": [*log, {"step": 12, "train_loss": 1, "train_runtime": 6.0 + 2 * seed}]}))
     docs = tmp_path / "docs"
     script.main(["--task", "toy", "--out-dir", str(out), "--docs-dir", str(docs), "--resamples", "500"])
     rows = rs.read_rows(docs / "toy.json")
@@ -159,6 +160,9 @@ def test_seed_study_script(tmp_path, capsys):
     assert "| total | GDPO − GRPO | 7.500 | +1.000 |" in text and "**ahead** | yes |" in text and "0.05/1" in text
     assert text.index("| GRPO | fmt |") < text.index("| GDPO | fmt |")  # baselines first
     assert "| GDPO | 0.250 ± 0.000 | 0.500 ± 0.000 | 3.000 ± 0.000 | 2.000 ± 0.000 |" in text
+    # Block means over seeds (fmt for gdpo: 0.5 + mean seed 1 + the block's mean step / 100) and the run times.
+    assert "| GDPO | fmt | 1.555 | 1.615 |" in text and "| GRPO | 3 | 6-10 | 8 | 0.4 |" in text
+    assert "| all | 6 | 6-10 | 8 | 0.8 |" in text  # 6 + 8 + 10 s per method
     # The tables rebuilt from the JSON alone give the same statistics.
     capsys.readouterr()
     script.main(["--task", "toy", "--from-json", str(docs / "toy.json"), "--resamples", "500"])
@@ -166,13 +170,37 @@ def test_seed_study_script(tmp_path, capsys):
     assert (docs / "toy.md").read_text() == text  # printed only
 
 
-@pytest.mark.parametrize("rows_path", sorted((ROOT / "docs" / "results").glob("*.json")), ids=lambda p: p.stem)
-def test_committed_results_are_recomputable_from_their_rows(rows_path, capsys):
-    """Every table of docs/results/<task>.md (but the diagnostics, which need the runs) follows from <task>.json."""
-    spec = importlib.util.spec_from_file_location("seed_study", ROOT / "scripts" / "seed_study.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+def test_every_study_has_rows_tables_and_logs():
+    assert sorted(p.stem for p in RESULTS.glob("*.json")) == sorted(STUDIES)
+    assert sorted(p.stem for p in RESULTS.glob("*.md") if p.stem != "README") == sorted(
+        [*STUDIES, *(p for p in PILOTS if p in LOGGED)]
+    )
+    assert sorted(p.name for p in LOGS.glob("*.json.gz")) == sorted(f"{t}.json.gz" for t in [*LOGGED, *OTHER_LOGS])
+    for task in LOGGED:
+        logs = seed_study().read_logs(LOGS / f"{task}.json.gz")
+        assert logs["task"] == task and "gdpo_trl.cli.compare" in logs["command"], task
+        assert len(logs["runs"]) == (2 if task in PILOTS else 20 if task == "process" else 30), task
+
+
+@pytest.mark.parametrize("task", LOGGED)
+def test_committed_tables_are_recomputed_from_the_raw_logs(task, tmp_path, capsys):
+    """<task>.json and every table of <task>.md (diagnostics, block means and times included) follow from the
+    committed raw logs, run through seed_study.py exactly as the docs say."""
+    logs = LOGS / f"{task}.json.gz"
+    seed_study().main(
+        ["--task", task, "--from-logs", str(logs), "--docs-dir", str(tmp_path), *{**STUDIES, **PILOTS}[task]]
+    )
     capsys.readouterr()
-    script.main(["--task", rows_path.stem, "--from-json", str(rows_path)])
+    assert (tmp_path / f"{task}.md").read_text(encoding="utf-8") == (RESULTS / f"{task}.md").read_text("utf-8")
+    if task in STUDIES:
+        assert (tmp_path / f"{task}.json").read_text() == (RESULTS / f"{task}.json").read_text()
+
+
+@pytest.mark.parametrize("task", list(STUDIES))
+def test_committed_results_are_recomputable_from_their_rows(task, capsys):
+    """Every table of docs/results/<task>.md but the exploratory ones (which need the runs) follows from <task>.json."""
+    rows_path = RESULTS / f"{task}.json"
+    capsys.readouterr()
+    seed_study().main(["--task", task, "--from-json", str(rows_path)])
     printed = capsys.readouterr().out.split("## Signal")[0]
     assert printed.strip() == rows_path.with_suffix(".md").read_text(encoding="utf-8").split("## Signal")[0].strip()

@@ -1,0 +1,34 @@
+"""Guards for tests that need an optional install: they skip with the reason where it is missing, except in CI
+(``CI=true``), which installs everything with `make install` (the dev extra, and bfcl-eval in a folder of its own):
+there a missing package is a broken install, so the tests fail instead of reporting only skips."""
+
+import importlib
+import os
+
+import pytest
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def _missing(reason: str):
+    if _in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def require_bfcl() -> None:
+    """At a test module's top, before importing what needs bfcl-eval (gdpo_trl/eval/bfcl.py)."""
+    from gdpo_trl.eval.bfcl import INSTALL_HINT, use_bfcl_path
+
+    if not use_bfcl_path():
+        _missing(f"bfcl-eval is not installed: {INSTALL_HINT}")
+
+
+def require_module(name: str, hint: str):
+    """The imported module ``name``; where it is missing, a skip (a failure in CI) naming ``hint``."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        _missing(f"{name} is not installed: {hint}")
