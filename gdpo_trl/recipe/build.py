@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gdpo_trl.core.errors import input_stage
 from gdpo_trl.core.plugins import resolve_model
-from gdpo_trl.data.sources import is_generated, load_source
+from gdpo_trl.data.sources import environment_factory, is_generated, load_source
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.recipe.checkpoints import prepare_run
 from gdpo_trl.recipe.checks import check_prompt_lengths, check_recipe, check_rewards, fit_to_machine
@@ -81,7 +81,9 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         **(training_args.model_init_kwargs or {}),
     }
 
-    # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model.
+    # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model. An agent source brings its
+    # environment (TRL's multi-turn tool loop; its `get_reward`, if any, becomes one more reward of weight 1).
+    environments = environment_factory(script_args.dataset_name)
     trainer = GDPOTrainer(
         model_path,
         reward_funcs=reward_funcs,
@@ -90,6 +92,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
+        **({"environment_factory": environments} if environments is not None else {}),
     )
     return BuiltRun(trainer, checkpoint)
 
