@@ -212,7 +212,8 @@ class AgentRecipe:
 
     architecture: str = "mini"
     # 300 steps left item names badly copied (made-up items like "pey" in one call of five); 500 copied items but
-    # rarely the product into the answer (success 0.03 at temperature 1).
+    # rarely the product into the answer. 900 still succeeds rarely at temperature 1 (0.008 on held-out episodes,
+    # docs/results/README.md, H6): the character-level model's slips over ~100 tokens end most episodes early.
     steps: int = 900
     batch_size: int = 16
     learning_rate: float = 3e-3
