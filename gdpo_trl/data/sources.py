@@ -94,12 +94,15 @@ class Source:
     ``generated``: ``size`` is how many problems to generate (and ``seed`` applies), not a cap on rows read.
     ``tools``: a tool-calling source, whose system message lists the tools (so ``system_prompt`` does not apply).
     ``needs_path``: read from ``path`` (a local file or folder, or a Hub id), and only such a source takes one.
+    ``environment``: a multi-turn agent source's ``environment_factory`` for TRL's ``GRPOTrainer`` (a class made once
+    per rollout, or ``{name: class}`` for rows that each name theirs in an ``environment`` column).
     """
 
     load: Callable[..., datasets.Dataset]
     generated: bool = False
     tools: bool = False
     needs_path: bool = False
+    environment: Callable | dict[str, Callable] | None = None
 
 
 # The sources of gdpo-trl itself. Others (the demo's generated ones) come from the `gdpo_trl.sources` entry points
@@ -126,6 +129,12 @@ def find_source(name: str) -> Source | None:
 
 def is_generated(name: str) -> bool:
     return bool((source := find_source(name)) and source.generated)
+
+
+def environment_factory(name: str) -> Callable | dict[str, Callable] | None:
+    """The ``environment_factory`` of an agent source (see :class:`Source`), else ``None``."""
+    source = find_source(name)
+    return source.environment if source else None
 
 
 def is_tool_source(name: str) -> bool:

@@ -21,9 +21,14 @@ from gdpo_trl.demo.tiny import ARCHITECTURES, BUILD_VERSION, CHAT_TEMPLATE, SPEC
 
 WARMSTART = "warmstart"  # builtin:warmstart, the SFT warm start of gdpo_trl.demo.warmstart
 TOOLCALL_WARMSTART = "toolcall_warmstart"  # builtin:toolcall_warmstart, of gdpo_trl.demo.toolcall_task
+AGENT_WARMSTART = "agent_warmstart"  # builtin:agent_warmstart, of gdpo_trl.demo.agent_task
 # Built-in models trained with SFT on first use -> the module that builds one (`python -m MODULE PATH --seed N
 # --threads N`, writing warmstart.json with its build_seconds) and holds its recipe.
-WARM_STARTS = {WARMSTART: "gdpo_trl.demo.warmstart", TOOLCALL_WARMSTART: "gdpo_trl.demo.toolcall_task"}
+WARM_STARTS = {
+    WARMSTART: "gdpo_trl.demo.warmstart",
+    TOOLCALL_WARMSTART: "gdpo_trl.demo.toolcall_task",
+    AGENT_WARMSTART: "gdpo_trl.demo.agent_task",
+}
 
 def cache_dir() -> Path:
     """Where built models are kept: ``$GDPO_TRL_CACHE``, else ``~/.cache/gdpo_trl``."""
@@ -165,6 +170,10 @@ def _warm_start_recipe(name: str):
         from gdpo_trl.demo.toolcall_task import ToolcallRecipe
 
         return ToolcallRecipe()
+    if name == AGENT_WARMSTART:
+        from gdpo_trl.demo.agent_task import AgentRecipe
+
+        return AgentRecipe()
     from gdpo_trl.demo.warmstart import Recipe
 
     return Recipe()

@@ -1,10 +1,13 @@
 """The demo's generated data sources, registered as ``gdpo_trl.sources`` entry points (see pyproject.toml):
 ``synthetic`` (word problems), ``warmstart`` (problems of the kind builtin:warmstart learned, none seen in its SFT)
-and ``toolcall`` (requests for builtin:toolcall_warmstart, likewise held out)."""
+``toolcall`` (requests for builtin:toolcall_warmstart, likewise held out), and the multi-turn agent sources ``agent``
+(shop episodes for builtin:agent_warmstart, with their environment) and ``agent_mix`` (shop and GSM8K-style rows,
+each naming its environment)."""
 
 from __future__ import annotations
 
 from gdpo_trl.data.sources import Source, generated_seed, generated_size
+from gdpo_trl.demo.agent_task import MIX_FACTORIES, ShopEnv
 
 
 def _synthetic(split, size, seed, config, path):
@@ -30,3 +33,19 @@ def _toolcall(split, size, seed, config, path):
 SYNTHETIC = Source(_synthetic, generated=True)
 WARMSTART = Source(_warmstart, generated=True)
 TOOLCALL = Source(_toolcall, generated=True, tools=True)
+
+
+def _agent(split, size, seed, config, path):
+    from gdpo_trl.demo.agent_task import load_agent_task
+
+    return load_agent_task(generated_size(size), generated_seed(seed, split), split="eval")
+
+
+def _agent_mix(split, size, seed, config, path):
+    from gdpo_trl.demo.agent_task import load_agent_mix
+
+    return load_agent_mix(generated_size(size), generated_seed(seed, split), split="eval")
+
+
+AGENT = Source(_agent, generated=True, environment=ShopEnv)
+AGENT_MIX = Source(_agent_mix, generated=True, environment=MIX_FACTORIES)

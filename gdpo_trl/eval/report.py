@@ -165,6 +165,8 @@ def format_summary(summary: dict) -> str:
     decoding = "greedy" if gen["temperature"] == 0 else f"temperature {gen['temperature']:g}, top_p {gen['top_p']:g}"
     data = summary["data"]
     rewards = [name for name in metrics if name in METRIC_NAMES.values() or name.endswith("_mean")]
+    rewards = [name for name in rewards if metrics[name] is not None]  # None: a reward that applied to no row
+    rewards += [name for name in ("success_rate", "mean_turns", "mean_calls") if name in metrics]  # agent sources
     width = max(len("written to:"), *(len(name) + 1 for name in rewards)) + 1
     lines = [
         f"{'model:':<{width}}{model['model']}" + (f" + adapter {model['adapter']}" if model["adapter"] else ""),

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from gdpo_trl.data.sources import environment_factory
+from gdpo_trl.eval.agent import generate_and_score_episodes
 from gdpo_trl.eval.backends import choose_backend, generate_transformers, generate_vllm
 from gdpo_trl.eval.loading import DTYPES, ModelSpec, load_transformers_model, resolve_model_spec
 from gdpo_trl.eval.report import default_output_dir, refuse_earlier_result, results_replaceable, write_outputs
@@ -120,9 +122,17 @@ def evaluate(
         dtype=None if dtype == "auto" else dtype,
     )  # fmt: skip
     refuse_earlier_result(out, results_replaceable())
-    rows, metrics, run = generate_and_score(
-        spec, problems, settings, rewards, backend=backend, dtype=dtype, progress=progress
-    )
+    environments = environment_factory(dataset)
+    if environments is not None:  # an agent source: multi-turn episodes with its environment (gdpo_trl.eval.agent)
+        if backend == "vllm":
+            raise EvaluationInputError(f"{dataset!r} is a multi-turn agent source: use --backend transformers")
+        rows, metrics, run = generate_and_score_episodes(
+            spec, problems, environments, settings, reward_funcs(rewards), dtype=dtype, progress=progress
+        )
+    else:
+        rows, metrics, run = generate_and_score(
+            spec, problems, settings, rewards, backend=backend, dtype=dtype, progress=progress
+        )
     summary = {
         "metrics": metrics,
         "generation": {**asdict(settings), "backend": backend, "dtype": dtype, "device": run["device"]},

@@ -16,6 +16,9 @@ from gdpo_trl.eval.settings import Completion, EvaluationInputError
 DEFAULT_REWARDS = ("format", "correctness", "integer")
 # The paper's tool-calling rewards: what gdpo eval scores a tool-calling source with unless told otherwise.
 TOOL_REWARDS = ("tool_format", "tool_correctness")
+# The multi-turn agent rewards: what gdpo eval scores an agent source (one with an environment) with by default; the
+# environment's own get_reward is added by the episode scoring (gdpo_trl.eval.agent).
+AGENT_REWARDS = ("agent_success", "agent_format", "agent_cost")
 # Reported names of the paper's rewards, as the GSM8K literature calls them; any other reward is `<name>_mean`.
 METRIC_NAMES = {"correctness": "pass@1", "format": "format_rate", "integer": "integer_rate"}
 
@@ -25,10 +28,13 @@ def metric_name(reward: str) -> str:
 
 
 def default_rewards(dataset: str) -> tuple[str, ...]:
-    """The rewards a data source is scored with by default: the tool rewards for the tool-calling sources
+    """The rewards a data source is scored with by default: the agent rewards for an agent source, the tool rewards
+    for the tool-calling sources
     (:func:`gdpo_trl.data.sources.is_tool_source`), the GSM8K rewards for any other."""
-    from gdpo_trl.data.sources import is_tool_source
+    from gdpo_trl.data.sources import environment_factory, is_tool_source
 
+    if environment_factory(dataset) is not None:
+        return AGENT_REWARDS
     return TOOL_REWARDS if is_tool_source(dataset) else DEFAULT_REWARDS
 
 

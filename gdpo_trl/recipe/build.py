@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gdpo_trl.core.errors import InputError, input_stage
 from gdpo_trl.core.plugins import resolve_model
-from gdpo_trl.data.sources import is_generated, load_source
+from gdpo_trl.data.sources import environment_factory, is_generated, load_source
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.recipe.checkpoints import prepare_run
 from gdpo_trl.recipe.checks import (
@@ -95,10 +95,13 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     }
 
     # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model. Every checkpoint records the
-    # recipe (gdpo_trl.recipe.recipe_record), so that a resume can compare it before loading the model.
+    # recipe (gdpo_trl.recipe.recipe_record), so that a resume can compare it before loading the model. An agent
+    # source brings its environment (TRL's multi-turn tool loop; its `get_reward`, if any, becomes one more reward of
+    # weight 1).
     from gdpo_trl.recipe.recipe_record import NewRunLength, RecipeRecord
 
     callbacks = [RecipeRecord(recipe)] + ([NewRunLength()] if set(applied) & set(LENGTH) else [])
+    environments = environment_factory(script_args.dataset_name)
 
     trainer = GDPOTrainer(
         model_path,
@@ -109,6 +112,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         callbacks=callbacks,
+        **({"environment_factory": environments} if environments is not None else {}),
     )
     return BuiltRun(trainer, checkpoint)
 

@@ -2,7 +2,8 @@
 
 Built-in names: ``"format"``, ``"correctness"`` and ``"integer"`` (see :mod:`gdpo_trl.rewards.gsm8k`) and ``"length"``
 (see :mod:`gdpo_trl.rewards.length`), ``"tool_format"`` and ``"tool_correctness"`` (see
-:mod:`gdpo_trl.rewards.toolcall`). Other modules
+:mod:`gdpo_trl.rewards.toolcall`), ``"agent_success"``, ``"agent_format"``, ``"agent_cost"``, ``"arith_format"`` and
+``"arith_correctness"`` (see :mod:`gdpo_trl.rewards.agent`). Other modules
 add theirs with :func:`register_reward`. Stdlib-only on purpose: importing this package must not need torch or trl.
 """
 
@@ -61,6 +62,9 @@ register_reward("length", length_reward)
 register_reward("equations", importlib.import_module("gdpo_trl.rewards.equations").equations_reward)
 register_reward("tool_format", tool_format)
 register_reward("tool_correctness", tool_correctness)
+_agent = importlib.import_module("gdpo_trl.rewards.agent")  # multi-turn agents (docs/agents.md)
+for _name in ("agent_success", "agent_format", "agent_cost", "arith_format", "arith_correctness"):
+    register_reward(_name, getattr(_agent, _name))
 
 
 def _import_path(path: str) -> Callable:

@@ -40,6 +40,24 @@ def test_all_qwen_recipes_are_covered():
     assert len(RECIPES) >= 8
 
 
+def _with_qwen_tool_template(tmp_path) -> str:
+    """builtin:qwen2.5-tiny with Qwen2.5-Instruct's real chat template (TRL ships it), which renders tools: the tiny
+    build's plain ChatML template does not, and TRL refuses tools without one."""
+    import shutil
+
+    from transformers import AutoTokenizer
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    from gdpo_trl.core.plugins import resolve_model
+
+    path = tmp_path / "qwen-tools"
+    shutil.copytree(resolve_model("builtin:qwen2.5-tiny"), path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer.chat_template = qwen2_5_chat_template
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("recipe", RECIPES, ids=_ids(RECIPES))
 def test_recipe_trains_one_step_on_qwen_tokenizer(recipe, tmp_path, model_cache, monkeypatch):
@@ -47,13 +65,15 @@ def test_recipe_trains_one_step_on_qwen_tokenizer(recipe, tmp_path, model_cache,
 
     from gdpo_trl.cli.train import main
     from gdpo_trl.core.plugins import resolve_model
-    from gdpo_trl.data.sources import is_tool_source
+    from gdpo_trl.data.sources import environment_factory, is_tool_source
 
     config = yaml.safe_load(recipe.read_text())
     resolve_model("builtin:qwen2.5-tiny")  # built once (first test), outside the timing
     data = ["--dataset_path", str(TOOLRL_SAMPLE)] if is_tool_source(config["dataset_name"]) else []
     if config["dataset_name"] == "openai/gsm8k":
         data = ["--dataset_name", "sample"]
+    if environment_factory(config["dataset_name"]) is not None:  # an agent recipe: Qwen2.5-Instruct's own template
+        data = ["--model_name_or_path", _with_qwen_tool_template(tmp_path), "--synthetic_size", "16"]
     output = tmp_path / "run"
     monkeypatch.chdir(ROOT)
     start = time.perf_counter()

@@ -3,7 +3,15 @@
 import pytest
 
 from gdpo_trl.data.gsm8k import SAMPLE_PATH, load_gsm8k
-from gdpo_trl.data.sources import EVAL_SEED, find_source, is_generated, is_tool_source, load_source, source_names
+from gdpo_trl.data.sources import (
+    EVAL_SEED,
+    environment_factory,
+    find_source,
+    is_generated,
+    is_tool_source,
+    load_source,
+    source_names,
+)
 from gdpo_trl.data.toolrl import SAMPLE_PATH as TOOLRL_SAMPLE_PATH
 from gdpo_trl.data.toolrl import load_toolrl
 from gdpo_trl.demo.synthetic import load_synthetic
@@ -12,11 +20,14 @@ from gdpo_trl.demo.warmstart import load_warmstart_dataset
 
 
 def test_names():
-    names = {"gsm8k", "sample", "synthetic", "warmstart", "toolcall", "toolrl_sample", "toolrl"}
-    assert set(source_names()) == names  # the demo's three come from entry points (gdpo_trl.core.plugins)
-    assert {n for n in names if is_generated(n)} == {"synthetic", "warmstart", "toolcall"}
+    names = {"gsm8k", "sample", "synthetic", "warmstart", "toolcall", "toolrl_sample", "toolrl", "agent", "agent_mix"}
+    assert set(source_names()) == names  # the demo's five come from entry points (gdpo_trl.core.plugins)
+    assert {n for n in names if is_generated(n)} == {"synthetic", "warmstart", "toolcall", "agent", "agent_mix"}
     assert {n for n in names if is_tool_source(n)} == {"toolcall", "toolrl_sample", "toolrl"}
     assert {n for n in names if find_source(n).needs_path} == {"toolrl"}
+    # The agent sources bring their environments (TRL's environment_factory): a class, or one per `environment`.
+    assert {n for n in names if environment_factory(n) is not None} == {"agent", "agent_mix"}
+    assert sorted(environment_factory("agent_mix")) == ["arith", "shop"]
 
 
 def test_sample_and_local_path_are_the_shipped_file():
