@@ -254,6 +254,8 @@ SOURCES = [
     ("docs/results/README.md", r"### H3", [study("length")]),
     ("docs/results/README.md", r"### H4", [study("scale6"), study("gsm8k_style")]),
     ("docs/results/README.md", r"### H5", [study("process")]),
+    ("docs/results/README.md", r"### H6", [study("agent")]),
+    ("docs/agents.md", r"Does GDPO beat GRPO here", [study("agent")]),
 ]
 
 # Design values stated as such (not results), per file: text as written -> why it is not a result.

@@ -8,7 +8,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 LOGS = RESULTS / "logs"
 # Each study with the seed_study.py flags its tables were written with.
-STUDIES = {"toolcall": [], "gsm8k_style": [], "length": [], "scale6": ["--no-total"], "process": ["--no-total"]}
+STUDIES = {
+    "toolcall": [], "gsm8k_style": [], "length": [], "scale6": ["--no-total"], "process": ["--no-total"], "agent": [],
+}
 PILOTS = {"pilot_toolcall": ["--pilot"], "pilot_gsm8k_style": ["--pilot"]}  # part 1's one look, one seed per method
 # The studies whose raw logs (each run's log_history and the command) are committed as docs/results/logs/<task>.json.gz
 # and recompute every table. The others' tables are recomputed from their per-run rows (<task>.json) only: their
