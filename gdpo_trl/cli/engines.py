@@ -27,6 +27,8 @@ from __future__ import annotations
 import os
 import sys
 
+from gdpo_trl.core.errors import InputError
+
 FSDP_ENV = "ACCELERATE_USE_FSDP"  # set by `accelerate launch` from a config with `distributed_type: FSDP`
 
 
@@ -48,7 +50,7 @@ def fsdp_fallback_message(fsdp_requested: bool, distributed_type: str) -> str | 
 
 
 def check_fsdp_engaged() -> None:
-    """Raise a ``RuntimeError`` if an FSDP config silently fell back to another engine (see module docstring).
+    """Raise an ``InputError`` if an FSDP config silently fell back to another engine (see module docstring).
 
     Call it after the training arguments exist (they create accelerate's process state) and before the model loads.
     """
@@ -59,7 +61,7 @@ def check_fsdp_engaged() -> None:
 
     message = fsdp_fallback_message(fsdp_requested, PartialState().distributed_type.value)
     if message:
-        raise RuntimeError(message)
+        raise InputError(message)
 
 
 def shutdown_distributed() -> None:

@@ -59,17 +59,19 @@ def main(argv: list[str] | None = None) -> int:
 def train(argv: list[str]) -> None:
     """In this process, or, given accelerate options, under ``accelerate launch`` once the recipe has parsed."""
     from gdpo_trl.cli import train as train_command
-    from gdpo_trl.cli.launch import launch_training, split_launch_args
+    from gdpo_trl.cli.launch import check_launch_options, launch_training, split_launch_args
 
     recipe_argv, launch = split_launch_args(argv)
     if not launch or "-h" in recipe_argv or "--help" in recipe_argv:
         return train_command.main(recipe_argv)
-    check_before_launch(recipe_argv)  # one error line here, rather than one traceback per process
-    launch_training(recipe_argv, launch)
+    check_launch_options(launch)  # a bad count, port or accelerate config: one line before anything starts
+    output_dir = check_before_launch(recipe_argv)  # one error line here, rather than one traceback per process
+    launch_training(recipe_argv, launch, output_dir)
 
 
-def check_before_launch(recipe_argv: list[str]) -> None:
-    """Parse and check the recipe as each process will, so a mistake fails once, before any process starts."""
+def check_before_launch(recipe_argv: list[str]) -> str:
+    """Parse and check the recipe as each process will, so a mistake fails once, before any process starts.
+    Returns the run's ``output_dir``."""
     from gdpo_trl.core.errors import input_stage
     from gdpo_trl.recipe.arguments import parse_args
     from gdpo_trl.recipe.checks import check_recipe, check_recipe_yaml
@@ -78,6 +80,7 @@ def check_before_launch(recipe_argv: list[str]) -> None:
     with input_stage("recipe"):
         script_args, training_args, model_args = parse_args(recipe_argv)
     check_recipe(script_args, training_args, model_args)
+    return training_args.output_dir
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 from gdpo_trl.cli.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
 from gdpo_trl.cli.engines import check_fsdp_engaged, shutdown_distributed
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.cli.run_records import mark_saved
 from gdpo_trl.core.errors import input_stage
 from gdpo_trl.recipe.arguments import parse_args
 from gdpo_trl.recipe.build import train_run
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     setup_logging(training_args.get_process_log_level())
     bound_completions_logging(training_args)
     trainer = train_run(script_args, training_args, model_args, on_built=use_compact_progress)
+    mark_saved()  # for gdpo train's launcher: a process that dies from here on died after everything was written
     if trainer.accelerator.is_main_process:
         print(final_summary(trainer, training_args.output_dir), flush=True)
     shutdown_distributed()  # before the interpreter exits: a ZeRO-3 rank could abort otherwise (gdpo_trl.cli.engines)
