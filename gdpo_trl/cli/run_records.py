@@ -10,10 +10,10 @@ printing:
   was a handled error (an input or a reward error) or a crash (then with the traceback), and when;
 - ``saved-rank<R>`` once the model and the trainer state are written (rank 0 writes them).
 
-When a process fails, the launcher (:func:`report_failure`) prints the earliest error once (a crash with its one
-traceback), and exits with that error's status. A process that ended without a record was killed or left through
-``os._exit``: it is named with its exit status. If that happened after rank 0 had saved everything (a rank aborting
-in a library's teardown at exit), the run is complete: one line says so and the status is 0.
+When a process fails, the launcher (:func:`report_failure`) prints the cause once (a crash with its one traceback)
+and exits with its status. A process that ended without a record was killed or left through ``os._exit``: it is
+named with its exit status. If that happened after rank 0 had saved everything (a rank aborting in a library's
+teardown at exit), the run is complete: one line says so and the status is 0.
 
 A process started by hand (``accelerate launch -m gdpo_trl.cli.train``) has no folder and prints as before.
 """
@@ -73,26 +73,38 @@ def _status(code: int) -> str:
 
 def report_failure(folder: Path, codes: dict[int, int], output_dir: str | None = None) -> tuple[list[str], int]:
     """The lines to print (stderr) and the exit status for a run whose processes ended with ``codes`` (rank -> exit
-    code, as the launcher saw them), from the records in ``folder``."""
+    code, as the launcher saw them), from the records in ``folder``. In order of what explains the failure:
+
+    1. the earliest handled error (an input or reward error: its line);
+    2. processes that ended with no record, other than by the launcher's SIGTERM (killed, ``os._exit``): named with
+       their status, since the other ranks' crashes ("Connection closed by peer") follow from them; a note and
+       status 0 if rank 0 had saved everything by then;
+    3. the earliest crash (a bug): its traceback and its line.
+    """
     records = []
     for path in folder.glob("rank*.json"):
         try:
             records.append(json.loads(path.read_text()))
         except (OSError, ValueError):  # a process killed while writing: its status still tells
             continue
-    if records:
-        first = min(records, key=lambda entry: entry["time"])
-        lines = [first["traceback"].rstrip()] if first["traceback"] else []
-        return [*lines, first["line"]], first["code"]
-    silent = {rank: code for rank, code in sorted(codes.items()) if code != KILLED_BY_LAUNCHER} or dict(codes)
-    described = ", ".join(f"rank {rank} {_status(code)}" for rank, code in silent.items())
-    if (folder / "saved-rank0").exists():
-        where = f" to {output_dir}" if output_dir else ""
+    handled = [entry for entry in records if not entry["traceback"]]
+    if handled:
+        first = min(handled, key=lambda entry: entry["time"])
+        return [first["line"]], first["code"]
+    recorded = {entry["rank"] for entry in records}
+    silent = {rank: code for rank, code in sorted(codes.items()) if rank not in recorded and code != KILLED_BY_LAUNCHER}
+    if silent or not records:
+        silent = silent or dict(sorted(codes.items()))
+        described = ", ".join(f"rank {rank} {_status(code)}" for rank, code in silent.items())
+        if (folder / "saved-rank0").exists():
+            where = f" to {output_dir}" if output_dir else ""
+            return [
+                f"gdpo train: note: {described} while exiting, after the model and trainer state were saved{where}; "
+                "the run is complete."
+            ], 0
         return [
-            f"gdpo train: note: {described} while exiting, after the model and trainer state were saved{where}; "
-            "the run is complete."
-        ], 0
-    return [
-        f"gdpo train: error: {described} without an error message: something in it called os._exit, or it was "
-        "killed (out of memory?); see its output above."
-    ], 1
+            f"gdpo train: error: {described} without an error message: something in it called os._exit, or it was "
+            "killed (out of memory?); see its output above."
+        ], 1
+    first = min(records, key=lambda entry: entry["time"])
+    return [first["traceback"].rstrip(), first["line"]], first["code"]
