@@ -17,7 +17,7 @@ itself; that command also works typed by hand. The YAML holds flat keys of three
 from __future__ import annotations
 
 from gdpo_trl.cli.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
-from gdpo_trl.cli.engines import check_fsdp_engaged, shutdown_distributed
+from gdpo_trl.cli.engines import check_fsdp_engaged, end_process, shutdown_distributed
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.cli.run_records import mark_saved
 from gdpo_trl.core.errors import input_stage
@@ -59,4 +59,4 @@ def final_summary(trainer, output_dir: str) -> str:
 
 
 if __name__ == "__main__":  # accelerate launch -m gdpo_trl.cli.train ...
-    main()
+    end_process(main)  # main's status, without the interpreter teardown a ZeRO-3 rank could abort in
