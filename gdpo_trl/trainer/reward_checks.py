@@ -151,18 +151,20 @@ def _where() -> str:
     return f" on rank {os.environ['RANK']}" if int(os.environ.get("WORLD_SIZE", "1")) > 1 else ""
 
 
-def still_running(name: str, elapsed: float, timeout: float | None) -> None:
+def still_running(name: str, elapsed: float, timeout: float) -> None:
     """Say that reward function ``name`` has been running for ``elapsed`` seconds, and when it will be stopped."""
-    limit = f"reward_timeout={timeout:g} s stops it" if timeout else "no reward_timeout"
-    logger.warning("Reward function '%s' is still running after %.0f s%s (%s).", name, elapsed, _where(), limit)
+    logger.warning(
+        "Reward function '%s' is still running after %.0f s%s (reward_timeout=%g s stops it).",
+        name,
+        elapsed,
+        _where(),
+        timeout,
+    )
 
 
-def next_wait(elapsed: float, timeout: float | None, notice_at: float) -> float:
+def next_wait(elapsed: float, timeout: float, notice_at: float) -> float:
     """Seconds to wait before the next thing to do: a notice at ``notice_at``, or the timeout."""
-    wait = notice_at - elapsed
-    if timeout:
-        wait = min(wait, timeout - elapsed)
-    return max(wait, 0.0)
+    return max(min(notice_at, timeout) - elapsed, 0.0)
 
 
 def call_with_timeout(func, kwargs: dict, timeout: float | None, name: str):
