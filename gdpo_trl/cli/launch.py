@@ -212,7 +212,8 @@ def launch_training(recipe_argv: list[str], launch: list[str], output_dir: str |
         else:
             codes = {0: error.returncode}
         lines, status = report_failure(folder, codes, output_dir)
-        print("\n".join(lines), file=sys.stderr, flush=True)
+        # On a line of its own: a process's progress bar may have been cut off mid-line (it shares this stderr).
+        print("\n" + "\n".join(lines), file=sys.stderr, flush=True)
         if status:
             raise SystemExit(status) from None
     finally:

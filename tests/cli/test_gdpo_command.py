@@ -169,7 +169,7 @@ def test_a_failure_on_one_rank_is_one_line(tmp_path, reward, flags, code, line):
     # What is left besides progress bars: torch's launcher's OMP_NUM_THREADS notice (every run), and the line.
     text = result.stderr.replace("\r", "\n")
     lines = [x for x in text.splitlines() if x.strip() and "%|" not in x and "torch/distributed/run.py" not in x]
-    assert [x for x in lines if "examples" not in x] == [lines[-1]], result.stderr[-3000:]
+    assert lines and [x for x in lines if "examples" not in x] == [lines[-1]], result.stderr[-3000:]
     assert lines[-1].startswith(line), lines[-1]
     assert "Traceback" not in result.stderr and "Connection closed" not in result.stderr
     assert not (out / "model.safetensors").exists()
