@@ -72,13 +72,28 @@ def compact_line(logs: dict, step: int, max_steps: int) -> str | None:
     rewards = [(m.group(1), value) for key, value in logs.items() if (m := _REWARD.fullmatch(key))]
     if not rewards:
         return None
-    parts = [f"step {step}/{max_steps}", " ".join(f"{name} {value:.2f}" for name, value in rewards)]
+    parts = [f"step {step}/{max_steps}", " ".join(f"{name} {format_value(value, '.2f')}" for name, value in rewards)]
     for key, label, spec in (("reward", "total", ".2f"), ("completions/mean_length", "len", ".1f")):
         if key in logs:
-            parts.append(f"{label} {logs[key]:{spec}}")
+            parts.append(f"{label} {format_value(logs[key], spec)}")
     if "loss" in logs:
-        parts.append(f"loss {format_loss(logs['loss'])}")
+        loss = logs["loss"]
+        parts.append(f"loss {format_loss(loss) if _is_number(loss) else NO_VALUE}")
     return " | ".join(parts)
+
+
+# What the step line shows for a metric without a value: TRL logs None for a reward that returned None/NaN for every
+# completion of the logged steps (it applied to no row), and such a step still trains on the other rewards.
+NO_VALUE = "n/a"
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and value == value  # NaN != NaN
+
+
+def format_value(value, spec: str) -> str:
+    """``value`` formatted with ``spec``, or :data:`NO_VALUE` for None or NaN."""
+    return f"{value:{spec}}" if _is_number(value) else NO_VALUE
 
 
 def use_compact_progress(trainer) -> None:

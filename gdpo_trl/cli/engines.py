@@ -1,6 +1,6 @@
 """Checks and teardown around the distributed engines (DeepSpeed, FSDP) that ``gdpo train`` runs under.
 
-Three things the engines do not do for us:
+Four things the engines do not do for us:
 
 - **FSDP on a machine without an accelerator.** accelerate (1.15) only turns FSDP on for GPU-like devices. With an
   FSDP config on a CPU-only machine, ``accelerate launch`` sets ``ACCELERATE_USE_FSDP=true`` and the run silently
@@ -14,6 +14,15 @@ Three things the engines do not do for us:
   teardown in torch and was abandoned). A ZeRO-3 run could so end with one rank aborting after a successful run,
   and ``accelerate launch`` exiting non-zero. :func:`shutdown_distributed` waits for every rank, then destroys the
   process groups while the interpreter is fully alive.
+- **An exit without interpreter teardown.** Even with the groups destroyed, a ZeRO-3 run on CPU still ended now and
+  then (most often on the first run on a machine, while the machine was busiest) with one rank aborting after
+  "Model saved" (``terminate called without an active exception``, exit codes ``[-15, -6]``): a native thread (gloo's,
+  or one finishing a collective's callback) met the interpreter's finalization or the C++ static destructors. Python
+  3.11 ends a thread that needs the GIL during finalization with ``pthread_exit``, whose forced unwinding through a
+  ``noexcept`` C++ frame calls ``std::terminate``, and a ``std::thread`` destroyed while still joinable does the
+  same. Nothing a training process does after saving needs that teardown, so :func:`end_process` runs Python's
+  ``atexit`` handlers (trackers and loggers flush there), flushes the standard streams and leaves with ``os._exit``:
+  no finalization, no static destructors, nothing left to race.
 - **vLLM's groups first.** vLLM colocated in the training processes (TRL's ``vllm_mode="colocate"``) builds its own
   process groups on top of the default one, and its engine destroys them when it is finalized (at the latest at
   interpreter exit). Destroying the default group first destroys every group, vLLM's included, so that finalizer
@@ -26,6 +35,8 @@ from __future__ import annotations
 
 import os
 import sys
+
+from gdpo_trl.core.errors import InputError
 
 FSDP_ENV = "ACCELERATE_USE_FSDP"  # set by `accelerate launch` from a config with `distributed_type: FSDP`
 
@@ -48,7 +59,7 @@ def fsdp_fallback_message(fsdp_requested: bool, distributed_type: str) -> str | 
 
 
 def check_fsdp_engaged() -> None:
-    """Raise a ``RuntimeError`` if an FSDP config silently fell back to another engine (see module docstring).
+    """Raise an ``InputError`` if an FSDP config silently fell back to another engine (see module docstring).
 
     Call it after the training arguments exist (they create accelerate's process state) and before the model loads.
     """
@@ -59,7 +70,7 @@ def check_fsdp_engaged() -> None:
 
     message = fsdp_fallback_message(fsdp_requested, PartialState().distributed_type.value)
     if message:
-        raise RuntimeError(message)
+        raise InputError(message)
 
 
 def shutdown_distributed() -> None:
@@ -79,3 +90,28 @@ def shutdown_distributed() -> None:
         cleanup_dist_env_and_memory()  # vLLM's groups, then (vLLM does this too) the default one
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+def end_process(main, argv: list[str] | None = None) -> None:
+    """Run ``main(argv)`` as a process's whole life and end the process with its status without interpreter teardown
+    (see the module docstring): ``atexit`` handlers run, the standard streams are flushed, then ``os._exit``.
+
+    Only for a process's entry point (``python -m gdpo_trl.cli.train`` under a launcher), never inside a process that
+    goes on (a test calling ``main``). An exception that escapes ``main`` keeps the normal exit, with its traceback.
+    """
+    import atexit
+
+    try:
+        main(argv)
+        status = 0
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        if stop.code is not None and not isinstance(stop.code, int):
+            print(stop.code, file=sys.stderr)
+    atexit._run_exitfuncs()  # what a normal exit runs first: logging's shutdown, trackers' flushes, TRL's event loop
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing more can be written to it anyway
+            pass
+    os._exit(status)

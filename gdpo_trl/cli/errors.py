@@ -3,24 +3,32 @@
 A mistake in the user's input (a recipe field, a data file, a checkpoint folder: any
 :class:`~gdpo_trl.core.errors.InputError`, or a file that is not there) is reported in one line that names the
 culprit and the fix, the way argparse reports a bad flag. A traceback would only bury that line under library
-frames. Anything else is a bug and keeps its full traceback.
+frames. A reward function that raised (or called ``sys.exit``/``os._exit``) is the user's code: one line naming it
+and the exception, exit status 1. Anything else is a bug and keeps its full traceback.
 
-Set ``GDPO_TRL_DEBUG=1``, or pass ``--debug`` without a value, to get the traceback of input errors too.
+Set ``GDPO_TRL_DEBUG=1``, or pass ``--debug`` without a value, to get the traceback of these errors too (the flag
+also sets the variable, so the processes a launch starts show theirs).
+
+In a process started by ``gdpo train``'s launcher, the line (or, for a bug, the traceback) is recorded for the
+launcher to print once for the whole run instead of being printed (:mod:`gdpo_trl.cli.run_records`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from gdpo_trl.core.errors import InputError
+from gdpo_trl.cli.run_records import record_error
+from gdpo_trl.core.errors import GDPOError, InputError
 
 __all__ = ["DEBUG_ENV", "cli_errors", "one_line", "pop_debug_flag"]
 
 DEBUG_ENV = "GDPO_TRL_DEBUG"
 EXIT_INPUT_ERROR = 2  # argparse's status for a usage error
+EXIT_FAILURE = 1  # the run failed for another reason (a reward function raised, a bug)
 
 
 def pop_debug_flag(argv: list[str]) -> tuple[list[str], bool]:
@@ -44,10 +52,13 @@ def one_line(message: str) -> str:
 
 
 def cli_errors(prog: str) -> Callable:
-    """Decorate a ``main(argv=None)`` so input errors print ``<prog>: error: <message>`` and exit 2.
+    """Decorate a ``main(argv=None)`` so input errors print ``<prog>: error: <message>`` and exit 2, and other
+    :class:`~gdpo_trl.core.errors.GDPOError` (a reward function that raised) print one line and exit 1.
 
     The decorated ``main`` resolves ``argv`` from ``sys.argv`` and strips ``--debug``. Under a multi-process
-    launcher only global rank 0 prints the line (every rank exits 2).
+    launcher only global rank 0 prints an input error (every rank meets the same one; every rank exits 2); a reward
+    error names its rank and is printed where it happened. Under ``gdpo train``'s own launcher nothing is printed
+    here: the launcher prints the run's first error (see the module docstring).
     """
 
     def decorate(main: Callable) -> Callable:
@@ -55,24 +66,55 @@ def cli_errors(prog: str) -> Callable:
         def wrapper(argv: list[str] | None = None):
             argv, flag = pop_debug_flag(list(sys.argv[1:] if argv is None else argv))
             debug = flag or os.environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes"}
-            before = os.environ.get(DEBUG_ENV)
-            if flag:  # the flag is gone from argv: a command this one runs (gdpo train's, each process's) reads this
-                os.environ[DEBUG_ENV] = "1"
             try:
-                return main(argv)
+                # The flag is gone from argv: a command this one runs (gdpo train's, each process's) reads the variable.
+                with debug_environment(debug):
+                    return main(argv)
             except (InputError, FileNotFoundError) as error:
                 if debug:
                     raise
                 # Under a launcher every process meets the same mistake: one line for the run, from rank 0.
-                if os.environ.get("RANK", "0") == "0":
-                    print(f"{prog}: error: {one_line(error)}", file=sys.stderr, flush=True)
-                raise SystemExit(EXIT_INPUT_ERROR) from None
-            finally:
-                if flag and before is None:
-                    os.environ.pop(DEBUG_ENV, None)
-                elif flag:
-                    os.environ[DEBUG_ENV] = before
+                report(f"{prog}: error: {one_line(error)}", EXIT_INPUT_ERROR, os.environ.get("RANK", "0") == "0")
+            except GDPOError as error:
+                if debug:
+                    raise
+                report(f"{prog}: error: {one_line(error)}", EXIT_FAILURE, True)
+            except Exception as error:  # a bug: its traceback, once for the run under gdpo train's launcher
+                if debug or not record_error(f"{prog}: error: {one_line(f'{type(error).__name__}: {error}')}",
+                                             EXIT_FAILURE, error):  # fmt: skip
+                    raise
+                raise SystemExit(EXIT_FAILURE) from None
 
         return wrapper
 
     return decorate
+
+
+@contextlib.contextmanager
+def debug_environment(debug: bool) -> Iterator[None]:
+    """With ``debug``, set :data:`DEBUG_ENV` while inside (then restore it)."""
+    before = os.environ.get(DEBUG_ENV)
+    if debug:
+        os.environ[DEBUG_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(DEBUG_ENV, None)
+        else:
+            os.environ[DEBUG_ENV] = before
+
+
+def report(line: str, code: int, printed_here: bool) -> None:
+    """Hand ``line`` to ``gdpo train``'s launcher, else print it (where ``printed_here``); exit with ``code``."""
+    if not record_error(line, code) and printed_here:
+        if _progress_bar_open():
+            line = "\n" + line  # not at the end of the bar's line
+        print(line, file=sys.stderr, flush=True)
+    raise SystemExit(code) from None
+
+
+def _progress_bar_open() -> bool:
+    """Whether a tqdm progress bar (training's) is on screen, so the cursor is at the end of its line."""
+    tqdm = sys.modules.get("tqdm.std")
+    return bool(tqdm is not None and getattr(tqdm.tqdm, "_instances", None))

@@ -9,18 +9,26 @@ found from any folder). Then::
     accelerate launch <launch options> -m gdpo_trl.cli.train <recipe flags>
 
 runs in this process (accelerate starts the workers), exactly what users of ``accelerate launch`` type themselves.
+
+Before anything starts, the launch options are checked (:func:`check_launch_options`): counts and ranks that are not
+whole numbers in range, a port outside 1-65535, an accelerate config that is not valid YAML or not a mapping, and an
+FSDP config on a machine without an accelerator are each one line, exit 2. Once started, the run's first error is
+printed once, whichever process met it (:mod:`gdpo_trl.cli.run_records`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from dataclasses import fields
 from pathlib import Path
 
-from gdpo_trl.cli.errors import EXIT_INPUT_ERROR
+from gdpo_trl.cli.run_records import RECORDS_ENV, report_failure
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.shipped import shipped_folder
 
@@ -102,31 +110,104 @@ def launch_defaults(launch: list[str]) -> list[str]:
         extra += [] if "--dynamo_backend" in given else ["--dynamo_backend", "no"]
         if not given.keys() & {"--multi_gpu", "--use_deepspeed", "--use_fsdp", "--cpu"}:
             extra.append("--multi_gpu")
-    if "--main_process_port" not in given and _num_machines(launch, given) == 1:
+    if "--main_process_port" not in given and _num_machines(launch) == 1:
         extra += ["--main_process_port", str(free_port())]
     return [*launch, *extra]
 
 
-def _num_machines(launch: list[str], given: dict[str, int]) -> int:
+def option_value(launch: list[str], name: str) -> str | None:
+    """The value of option ``name`` in ``launch`` (``--name value`` or ``--name=value``), or None."""
+    for i, item in enumerate(launch):
+        if item == name and i + 1 < len(launch):
+            return launch[i + 1]
+        if item.startswith(f"{name}="):
+            return item.split("=", 1)[1]
+    return None
+
+
+def _num_machines(launch: list[str]) -> int:
     """The number of machines the launch options (or their config file) ask for."""
-    if "--num_machines" in given:
-        item = launch[given["--num_machines"]]
-        return int(item.split("=", 1)[1] if "=" in item else launch[given["--num_machines"] + 1])
-    if "--config_file" in given:
-        import yaml
-
-        item = launch[given["--config_file"]]
-        path = item.split("=", 1)[1] if "=" in item else launch[given["--config_file"] + 1]
-        return int((yaml.safe_load(Path(path).read_text()) or {}).get("num_machines", 1))
-    return 1
+    value = option_value(launch, "--num_machines")
+    if value is not None:
+        return int(value)
+    return int(read_accelerate_config(launch).get("num_machines", 1))
 
 
-def launch_training(recipe_argv: list[str], launch: list[str]) -> None:
-    """``accelerate launch <launch> -m gdpo_trl.cli.train <recipe_argv>``, in this process.
+def read_accelerate_config(launch: list[str]) -> dict:
+    """The accelerate config file of ``launch`` as a mapping (``{}`` without one); a file that is not YAML, or not a
+    mapping, is an ``InputError`` naming it (and the line)."""
+    import yaml
 
-    A worker that stopped on an input error has printed its one line (rank 0) and exited 2: this process then exits
-    2 too, without the launcher's traceback on top. Any other failure keeps the workers' tracebacks and ends in one
-    line naming the exit codes.
+    path = option_value(launch, "--config_file")
+    if path is None:
+        return {}
+    try:
+        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else path
+        problem = getattr(error, "problem", None) or str(error)
+        raise InputError(f"{where}: YAML syntax error in the accelerate config: {problem}.") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"accelerate config {path} cannot be read: {error}.") from None
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise InputError(f"accelerate config {path} must be a mapping of settings, not a {type(config).__name__}.")
+    return config
+
+
+# Launch options (and accelerate config keys) that are whole numbers, and their smallest allowed value.
+WHOLE_NUMBERS = {
+    "num_processes": 1,
+    "num_machines": 1,
+    "machine_rank": 0,
+    "main_process_port": 1,
+    "num_cpu_threads_per_process": 1,
+}
+MAX_PORT = 65535
+
+
+def check_launch_options(launch: list[str]) -> None:
+    """One ``InputError`` for the first launch option (or accelerate config value) accelerate would fail on with a
+    traceback after starting, or an FSDP config on a machine without an accelerator. ``launch`` has
+    ``--config_file`` resolved."""
+    config = read_accelerate_config(launch)
+    for key, low in WHOLE_NUMBERS.items():
+        flag = option_value(launch, f"--{key}")
+        value, where = (flag, f"--{key}") if flag is not None else (config.get(key), f"{key} in the accelerate config")
+        if value is None:
+            continue
+        try:
+            number = int(str(value))
+        except ValueError:
+            raise InputError(f"{where} is {value!r}: it must be a whole number.") from None
+        high = MAX_PORT if key == "main_process_port" else None
+        if number < low or (high is not None and number > high):
+            allowed = f"{low}-{high}" if high is not None else f">= {low}"
+            raise InputError(f"{where} is {number}: it must be {allowed}.")
+    if str(config.get("distributed_type", "")).upper() == "FSDP" or "--use_fsdp" in launch:
+        check_fsdp_has_accelerator()
+
+
+def check_fsdp_has_accelerator() -> None:
+    """Refuse FSDP before starting on a machine without an accelerator (the processes would refuse it each)."""
+    import torch
+
+    from gdpo_trl.cli.engines import fsdp_fallback_message
+
+    if torch.accelerator.current_accelerator() is None:
+        raise InputError(fsdp_fallback_message(True, "MULTI_CPU"))
+
+
+def launch_training(recipe_argv: list[str], launch: list[str], output_dir: str | None = None) -> None:
+    """``accelerate launch <launch> -m gdpo_trl.cli.train <recipe_argv>``, in this process (``launch`` checked by
+    :func:`check_launch_options` first).
+
+    The processes record how they end in a temporary folder instead of printing their errors; when one fails, this
+    prints the run's first error once (a bug with its one traceback) and exits with its status: 2 for an input
+    error, 1 otherwise, 0 when a process died only after everything was saved to ``output_dir``
+    (:func:`gdpo_trl.cli.run_records.report_failure`).
     """
     from accelerate.commands.launch import launch_command, launch_command_parser
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -134,14 +215,20 @@ def launch_training(recipe_argv: list[str], launch: list[str]) -> None:
     args = launch_command_parser().parse_args([*launch_defaults(launch), "-m", "gdpo_trl.cli.train", *recipe_argv])
     # torch's elastic agent logs each worker's exit at warning/error level; the summary below says it in one line.
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    folder = Path(tempfile.mkdtemp(prefix="gdpo-run-"))
+    os.environ[RECORDS_ENV] = str(folder)  # the processes inherit it
     try:
         launch_command(args)
     except (ChildFailedError, subprocess.CalledProcessError) as error:
-        codes = sorted({f.exitcode for f in error.failures.values()}) if isinstance(error, ChildFailedError) else [
-            error.returncode
-        ]
-        # The launcher stops the other workers with SIGTERM (-15) once one exits: an input error is still one.
-        if EXIT_INPUT_ERROR in codes and set(codes) <= {EXIT_INPUT_ERROR, -15}:
-            raise SystemExit(EXIT_INPUT_ERROR) from None
-        print(f"gdpo train: error: a training process failed (exit codes {codes}); see its output above.", file=sys.stderr)
-        raise SystemExit(1) from None
+        if isinstance(error, ChildFailedError):
+            codes = {rank: failure.exitcode for rank, failure in error.failures.items()}
+        else:
+            codes = {0: error.returncode}
+        lines, status = report_failure(folder, codes, output_dir)
+        # On a line of its own: a process's progress bar may have been cut off mid-line (it shares this stderr).
+        print("\n" + "\n".join(lines), file=sys.stderr, flush=True)
+        if status:
+            raise SystemExit(status) from None
+    finally:
+        os.environ.pop(RECORDS_ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)

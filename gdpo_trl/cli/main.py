@@ -72,13 +72,14 @@ def train(argv: list[str]) -> None:
     check_bare_recipe(argv)
     check_recipe_yaml(argv)
     from gdpo_trl.cli import train as train_command
-    from gdpo_trl.cli.launch import launch_training, recipe_precision, split_launch_args
+    from gdpo_trl.cli.launch import check_launch_options, launch_training, recipe_precision, split_launch_args
 
     recipe_argv, launch = split_launch_args(argv)
     if not launch:
         return train_command.main(recipe_argv)
+    check_launch_options(launch)  # a bad count, port or accelerate config: one line before anything starts
     training_args = check_before_launch(recipe_argv)  # one error line here, rather than one traceback per process
-    launch_training(recipe_argv, recipe_precision(launch, training_args))
+    launch_training(recipe_argv, recipe_precision(launch, training_args), training_args.output_dir)
 
 
 def check_before_launch(recipe_argv: list[str]):

@@ -17,9 +17,10 @@ itself; that command also works typed by hand. The YAML holds flat keys of three
 from __future__ import annotations
 
 from gdpo_trl.cli.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
-from gdpo_trl.cli.engines import check_fsdp_engaged, shutdown_distributed
+from gdpo_trl.cli.engines import check_fsdp_engaged, end_process, shutdown_distributed
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.cli.model_card import attach_run_card, write_card
+from gdpo_trl.cli.run_records import mark_saved
 from gdpo_trl.cli.train_help import answer_help
 from gdpo_trl.core.errors import input_stage
 from gdpo_trl.recipe.arguments import parse_args
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> None:
         shutdown_distributed()
         return
     write_card(trainer, training_args)  # README.md in output_dir (with push_to_hub, saving pushed it already)
+    mark_saved()  # for gdpo train's launcher: a process that dies from here on died after everything was written
     if trainer.accelerator.is_main_process:
         print(final_summary(trainer, training_args.output_dir), flush=True)
     shutdown_distributed()  # before the interpreter exits: a ZeRO-3 rank could abort otherwise (gdpo_trl.cli.engines)
@@ -76,4 +78,4 @@ def final_summary(trainer, output_dir: str) -> str:
 
 
 if __name__ == "__main__":  # accelerate launch -m gdpo_trl.cli.train ...
-    main()
+    end_process(main)  # main's status, without the interpreter teardown a ZeRO-3 rank could abort in

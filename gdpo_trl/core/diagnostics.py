@@ -25,8 +25,19 @@ def group_has_spread(values: torch.Tensor, num_generations: int) -> torch.Tensor
 
 
 def frac_zero_std_per_reward(rewards: torch.Tensor, num_generations: int) -> torch.Tensor:
-    """``[K]``: for each reward, the fraction of groups in which it is constant, so it gives that group no signal."""
+    """``[K]``: for each reward, the fraction of groups in which it gives no signal: it is constant there, or it
+    applies to fewer than two of the group's completions (a group it does not apply to at all counts too)."""
     return (~group_has_spread(rewards, num_generations)).float().mean(dim=0)
+
+
+def applied_fraction(rewards: torch.Tensor) -> torch.Tensor:
+    """``[K]``: for each reward, the fraction of the ``N`` rows of ``rewards`` ``[N, K]`` (or ``[N, K, T]``: a row
+    counts when any of its T values is set) where it applies, i.e. is not NaN. 0 when it applied to no row: then it
+    added nothing to the batch's advantages (TRL logs its mean as None)."""
+    present = ~torch.isnan(rewards)
+    if present.dim() == 3:
+        present = present.any(dim=2)
+    return present.float().mean(dim=0)
 
 
 def frac_groups_without_signal(
@@ -94,9 +105,11 @@ def reward_diagnostics(
     metrics = {}
     shares = advantage_shares(terms, weights).tolist()
     zero_std = frac_zero_std_per_reward(rewards, num_generations).tolist()
-    for name, share, frac in zip(names, shares, zero_std, strict=True):
+    applied = applied_fraction(rewards).tolist()
+    for name, share, frac, rows in zip(names, shares, zero_std, applied, strict=True):
         metrics[f"rewards/{name}/frac_zero_std"] = frac
         metrics[f"rewards/{name}/advantage_share"] = share
+        metrics[f"rewards/{name}/applied"] = rows
     metrics["frac_reward_zero_std"] = frac_groups_without_signal(rewards, weights, num_generations, gdpo=gdpo)
     grpo = grpo_advantages(rewards, weights, num_generations, scale=grpo_scale)
     metrics["advantages/distinct_per_group"] = mean_distinct_per_group(advantages, num_generations)

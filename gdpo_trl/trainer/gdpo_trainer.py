@@ -119,12 +119,14 @@ class GDPOTrainer(GRPOTrainer):
         process_slots = []
         if reward_funcs is not None:
             reward_funcs, process_slots = attach_process_rewards(
-                reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+                reward_funcs if isinstance(reward_funcs, list) else [reward_funcs], args.reward_timeout
             )
             check_process_settings(args, reward_funcs, process_slots, **kwargs)
         super().__init__(
             model, reward_funcs=check_reward_funcs(reward_funcs, args.reward_timeout), args=args, **kwargs
         )
+        # TRL appends an environment's `get_reward` (one per environment class) after our check: check it too.
+        self.reward_funcs = check_reward_funcs(self.reward_funcs, args.reward_timeout, names=self.reward_func_names)
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
         self._process_slots = process_slots
         if not (self.uses_gdpo or process_slots):  # GRPO's rule trains: the model card says GRPO, as GRPOTrainer's

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from gdpo_trl.rewards.process import Steps, completion_text, is_process_reward
+from gdpo_trl.trainer.reward_checks import RewardTimeoutError, call_with_timeout, reward_error
 
 
 def check_process_output(output, texts: Sequence[str], name: str) -> list[Steps]:
@@ -97,18 +98,20 @@ class ProcessRewardSlot:
 
     is_process_reward = True
 
-    def __init__(self, func: Callable, name: str):
-        self.func, self.__name__ = func, name
+    def __init__(self, func: Callable, name: str, timeout: float | None = None):
+        self.func, self.__name__, self.timeout = func, name, timeout
         self.steps: list[Steps] | None = None
         self.texts: list[str] | None = None
         self.warned_empty = False
 
     def __call__(self, completions, **kwargs):
         texts = [completion_text(c) for c in completions]
-        try:
-            output = self.func(completions=completions, **kwargs)
-        except Exception as error:  # noqa: BLE001 - re-raised with the function's name
-            raise RuntimeError(f"Process reward '{self.__name__}' raised {type(error).__name__}: {error}") from error
+        try:  # the same watch as outcome rewards: named while slow, stopped at reward_timeout, exits made errors
+            output = call_with_timeout(self.func, {"completions": completions, **kwargs}, self.timeout, self.__name__)
+        except RewardTimeoutError:
+            raise
+        except BaseException as error:  # noqa: BLE001 - re-raised with the function's name
+            raise reward_error(self.__name__, error, kind="Process reward") from error
         self.steps, self.texts = check_process_output(output, texts, self.__name__), texts
         if texts and not any(self.steps) and not self.warned_empty:  # as outcome rewards warn (reward_checks)
             self.warned_empty = True
@@ -135,13 +138,16 @@ def _name(func) -> str:
     return getattr(func, "__name__", type(func).__name__)
 
 
-def attach_process_rewards(reward_funcs: list) -> tuple[list, list[tuple[int, ProcessRewardSlot]]]:
-    """``reward_funcs`` with each process reward replaced by a :class:`ProcessRewardSlot`, and ``(column, slot)``
-    for each, in order. Without process rewards the list comes back as it was and the slots are ``[]``."""
+def attach_process_rewards(
+    reward_funcs: list, timeout: float | None = None
+) -> tuple[list, list[tuple[int, ProcessRewardSlot]]]:
+    """``reward_funcs`` with each process reward replaced by a :class:`ProcessRewardSlot` (calls limited to
+    ``timeout`` seconds, as outcome rewards), and ``(column, slot)`` for each, in order. Without process rewards the
+    list comes back as it was and the slots are ``[]``."""
     funcs, slots = list(reward_funcs), []
     for column, func in enumerate(funcs):
         if is_process_reward(func):
-            funcs[column] = ProcessRewardSlot(func, _name(func))
+            funcs[column] = ProcessRewardSlot(func, _name(func), timeout)
             slots.append((column, funcs[column]))
     return funcs, slots
 

@@ -10,7 +10,11 @@
   advantages);
 - stops a call that takes longer than ``timeout`` seconds (``GDPOConfig.reward_timeout``) with an error naming it,
   instead of hanging training. A sync function runs in a daemon thread for that, which is abandoned on timeout
-  (Python cannot kill a thread; training stops anyway).
+  (Python cannot kill a thread; training stops anyway). While it waits it says so: a warning naming the function
+  and the seconds elapsed after :data:`FIRST_NOTICE_S`, then every :data:`NOTICE_EVERY_S` (with ``timeout`` 0, no
+  limit, the function runs in the calling thread and nothing is said);
+- turns ``sys.exit()`` and ``os._exit()`` inside the function into an error naming it: the first would end training
+  with its status and no message, the second would end the process at once, skipping every handler.
 
 Reward models (``str`` ids, ``nn.Module``) are left to TRL, and so are objects marked ``is_process_reward = True``,
 whose outputs are per-token (``(end, score)`` pairs) and checked where they are used.
@@ -19,11 +23,15 @@ whose outputs are per-token (``(end, score)`` pairs) and checked where they are 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import math
 import numbers
+import os
 import threading
+import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import torch
 from torch import nn
@@ -32,6 +40,12 @@ from trl.trainer.utils import get_callable_name, is_async_callable
 from gdpo_trl.core.errors import GDPOError, InputError
 
 FLOAT32_MAX = torch.finfo(torch.float32).max
+# A reward call still running after FIRST_NOTICE_S seconds is named on screen, then again every NOTICE_EVERY_S, so a
+# slow or stuck reward shows long before reward_timeout (600 s by default) stops it.
+FIRST_NOTICE_S = 10.0
+NOTICE_EVERY_S = 30.0
+
+logger = logging.getLogger(__name__)
 
 
 class RewardFunctionError(GDPOError, RuntimeError):
@@ -87,25 +101,101 @@ def check_reward_output(output, num_completions: int, name: str) -> bool:
     return empty
 
 
+class _ProcessExit(BaseException):
+    """Raised in place of ``os._exit(code)`` inside a reward function (a BaseException: ``except Exception`` in the
+    reward does not swallow it)."""
+
+    def __init__(self, code):
+        super().__init__(code)
+        self.code = code
+
+
+_real_exit = os._exit
+_guarded: dict[int, int] = {}  # thread id -> how many guarded reward calls run in it now
+_guard_lock = threading.Lock()
+_guard_pid = os.getpid()
+
+
+def _guarded_exit(code):
+    # Only a reward's own call, in this process, is turned into an error: a process forked inside a reward (a
+    # multiprocessing pool) and other threads exit for real.
+    if os.getpid() == _guard_pid and threading.get_ident() in _guarded:
+        raise _ProcessExit(code)
+    _real_exit(code)
+
+
+@contextlib.contextmanager
+def exits_raise() -> Iterator[None]:
+    """While inside, ``os._exit(code)`` called from this thread raises ``_ProcessExit`` instead of ending the process.
+    Nested and concurrent uses are counted; the real ``os._exit`` is back once the last one leaves."""
+    global _guard_pid
+    ident = threading.get_ident()
+    with _guard_lock:
+        if not _guarded:
+            _guard_pid = os.getpid()
+        _guarded[ident] = _guarded.get(ident, 0) + 1
+        os._exit = _guarded_exit
+    try:
+        yield
+    finally:
+        with _guard_lock:
+            _guarded[ident] -= 1
+            if not _guarded[ident]:
+                del _guarded[ident]
+            if not _guarded:
+                os._exit = _real_exit
+
+
+def _where() -> str:
+    """``" on rank R"`` under several processes, else ``""``."""
+    return f" on rank {os.environ['RANK']}" if int(os.environ.get("WORLD_SIZE", "1")) > 1 else ""
+
+
+def still_running(name: str, elapsed: float, timeout: float) -> None:
+    """Say that reward function ``name`` has been running for ``elapsed`` seconds, and when it will be stopped."""
+    logger.warning(
+        "Reward function '%s' is still running after %.0f s%s (reward_timeout=%g s stops it).",
+        name,
+        elapsed,
+        _where(),
+        timeout,
+    )
+
+
+def next_wait(elapsed: float, timeout: float, notice_at: float) -> float:
+    """Seconds to wait before the next thing to do: a notice at ``notice_at``, or the timeout."""
+    return max(min(notice_at, timeout) - elapsed, 0.0)
+
+
 def call_with_timeout(func, kwargs: dict, timeout: float | None, name: str):
-    """``func(**kwargs)``, raising ``RewardTimeoutError`` after ``timeout`` seconds (None or 0: no limit)."""
+    """``func(**kwargs)``, raising ``RewardTimeoutError`` after ``timeout`` seconds (None or 0: no limit, and the
+    call runs in this thread), with a warning while it runs long (:func:`still_running`)."""
     if not timeout:
-        return func(**kwargs)
+        with exits_raise():
+            return func(**kwargs)
     result = {}
     grad_enabled = torch.is_grad_enabled()  # grad mode is per thread: keep the caller's
 
     def run():
         try:
-            with torch.set_grad_enabled(grad_enabled):
+            with torch.set_grad_enabled(grad_enabled), exits_raise():
                 result["value"] = func(**kwargs)
         except BaseException as error:  # noqa: BLE001 - handed back to the calling thread
             result["error"] = error
 
     thread = threading.Thread(target=run, name=f"reward-{name}", daemon=True)
+    start, notice_at = time.monotonic(), FIRST_NOTICE_S
     thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise timeout_error(name, timeout)
+    while True:
+        thread.join(next_wait(time.monotonic() - start, timeout, notice_at))
+        if not thread.is_alive():
+            break
+        elapsed = time.monotonic() - start
+        if elapsed >= timeout:
+            raise timeout_error(name, timeout)
+        if elapsed >= notice_at:
+            still_running(name, elapsed, timeout)
+            notice_at += NOTICE_EVERY_S
     if "error" in result:
         raise result["error"]
     return result["value"]
@@ -113,9 +203,25 @@ def call_with_timeout(func, kwargs: dict, timeout: float | None, name: str):
 
 def timeout_error(name: str, timeout: float) -> RewardTimeoutError:
     return RewardTimeoutError(
-        f"Reward function '{name}' took longer than reward_timeout={timeout:g} s on one batch; fix it, or raise "
-        "reward_timeout (0 for no limit) if it is just slow."
+        f"Reward function '{name}' took longer than reward_timeout={timeout:g} s on one batch{_where()}; fix it, or "
+        "raise reward_timeout (0 for no limit) if it is just slow."
     )
+
+
+def reward_error(name: str, error: BaseException, kind: str = "Reward function") -> RewardFunctionError:
+    """The error naming reward ``name`` for an exception it raised, a ``sys.exit`` or an ``os._exit`` it called."""
+    if isinstance(error, SystemExit):
+        # sys.exit() inside a reward would end training with its exit status (0: "success") and no message.
+        return RewardFunctionError(
+            f"{kind} '{name}' called sys.exit({error.code!r}){_where()}; a reward must return one value per "
+            "completion: raise an exception instead to stop training."
+        )
+    if isinstance(error, _ProcessExit):
+        return RewardFunctionError(
+            f"{kind} '{name}' called os._exit({error.code!r}){_where()}, which would end the process at once; a "
+            "reward must return one value per completion: raise an exception instead to stop training."
+        )
+    return RewardFunctionError(f"{kind} '{name}' raised {type(error).__name__}{_where()}: {error}")
 
 
 class CheckedReward:
@@ -125,24 +231,16 @@ class CheckedReward:
     under the same metric name (``rewards/<name>/mean``).
     """
 
-    def __init__(self, func, timeout: float | None = None):
+    def __init__(self, func, timeout: float | None = None, name: str | None = None):
         self.func = func
         self.timeout = timeout
-        self.__name__ = get_callable_name(func)
+        self.__name__ = name or get_callable_name(func)
         self.warned_empty = False
 
     def _raise(self, error: BaseException):
-        if isinstance(error, (RewardTimeoutError, RewardOutputError)):
+        if isinstance(error, (RewardTimeoutError, RewardOutputError, RewardFunctionError)):
             raise error
-        if isinstance(error, SystemExit):
-            # sys.exit() inside a reward would end training with its exit status (0: "success") and no message.
-            raise RewardFunctionError(
-                f"Reward function '{self.__name__}' called sys.exit({error.code!r}) (raised SystemExit); a reward "
-                "must return one value per completion: raise an exception instead to stop training."
-            ) from error
-        raise RewardFunctionError(
-            f"Reward function '{self.__name__}' raised {type(error).__name__}: {error}"
-        ) from error
+        raise reward_error(self.__name__, error) from error
 
     def _check(self, output, kwargs: dict):
         num_completions = len(kwargs["completions"])
@@ -160,7 +258,7 @@ class CheckedReward:
     def __call__(self, **kwargs):
         try:
             output = call_with_timeout(self.func, kwargs, self.timeout, self.__name__)
-        except (Exception, SystemExit) as error:  # noqa: BLE001 - re-raised with the function's name
+        except (Exception, SystemExit, _ProcessExit) as error:  # noqa: BLE001 - re-raised with the function's name
             self._raise(error)
         return self._check(output, kwargs)
 
@@ -170,36 +268,49 @@ class CheckedAsyncReward(CheckedReward):
 
     async def _call(self, kwargs: dict):
         try:
-            return await self.func(**kwargs)
-        except SystemExit as error:  # inside the task: a SystemExit leaving a task stops the whole event loop
+            with exits_raise():
+                return await self.func(**kwargs)
+        except (SystemExit, _ProcessExit) as error:  # inside the task: a SystemExit leaving a task stops the loop
             self._raise(error)
+
+    async def _watch(self, kwargs: dict):
+        """``self._call`` with the same notices and limit as :func:`call_with_timeout`, on the event loop."""
+        task = asyncio.ensure_future(self._call(kwargs))
+        start, notice_at = time.monotonic(), FIRST_NOTICE_S
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=next_wait(time.monotonic() - start, self.timeout, notice_at))
+            if done:
+                return task.result()
+            elapsed = time.monotonic() - start
+            if elapsed >= self.timeout:
+                task.cancel()
+                raise timeout_error(self.__name__, self.timeout)
+            if elapsed >= notice_at:
+                still_running(self.__name__, elapsed, self.timeout)
+                notice_at += NOTICE_EVERY_S
 
     async def __call__(self, **kwargs):
         try:
-            if self.timeout:
-                output = await asyncio.wait_for(self._call(kwargs), self.timeout)
-            else:
-                output = await self._call(kwargs)
-        except (asyncio.TimeoutError, TimeoutError):
-            raise timeout_error(self.__name__, self.timeout) from None
+            output = await (self._watch(kwargs) if self.timeout else self._call(kwargs))
         except (Exception, SystemExit) as error:  # noqa: BLE001
             self._raise(error)
         return self._check(output, kwargs)
 
 
-def check_reward_funcs(reward_funcs, timeout: float | None = None):
+def check_reward_funcs(reward_funcs, timeout: float | None = None, names: list[str] | None = None):
     """Wrap plain callables in ``CheckedReward``; leave reward models (``str`` ids, ``nn.Module``) to TRL, and
-    process rewards (``is_process_reward = True``) to their own checks."""
+    process rewards (``is_process_reward = True``) to their own checks. ``names`` (one per function) name them in
+    messages; default: each function's own name."""
     if reward_funcs is None:
         return None
     funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
     wrapped = []
-    for func in funcs:
+    for i, func in enumerate(funcs):
         if isinstance(func, (str, nn.Module, CheckedReward)) or getattr(func, "is_process_reward", False) is True:
             wrapped.append(func)
         elif callable(func):
             checked = CheckedAsyncReward if is_async_callable(func) else CheckedReward
-            wrapped.append(checked(func, timeout))
+            wrapped.append(checked(func, timeout, names[i] if names else None))
         else:
             raise TypeError(f"reward_funcs must be callables, model ids or models; got {type(func).__name__}.")
     return wrapped

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from gdpo_trl.core.diagnostics import advantage_shares, mean_distinct_per_group
+from gdpo_trl.core.diagnostics import advantage_shares, applied_fraction, mean_distinct_per_group
 from gdpo_trl.rewards.process import Steps
 from gdpo_trl.trainer.process_rewards import ProcessRewardSlot, step_token_indices
 from gdpo_trl.trainer.token_offsets import token_char_ends
@@ -153,8 +153,9 @@ def token_reward_diagnostics(
     """Process-mode metrics by name, from the gathered ``rewards`` ``[N, K, T]``, the per-reward token terms
     ``[N, K, T]`` (``gdpo_token_reward_terms``) and the advantages ``[N, T]``.
 
-    Every reward: ``rewards/<name>/frac_zero_std`` (groups where its pooled values are constant) and
-    ``rewards/<name>/advantage_share`` (share of the absolute token advantage mass, before batch scaling). Process
+    Every reward: ``rewards/<name>/frac_zero_std`` (groups where its pooled values are constant),
+    ``rewards/<name>/advantage_share`` (share of the absolute token advantage mass, before batch scaling) and
+    ``rewards/<name>/applied`` (fraction of completions with at least one value). Process
     rewards also: ``rewards/<name>/step_mean`` (mean score over all steps) and ``rewards/<name>/steps_per_completion``,
     from ``step_totals`` ``[K_p, 2]`` (number of steps and sum of their scores over the batch, per process reward, as
     the reward functions returned them: before steps sharing a token are merged).
@@ -166,10 +167,12 @@ def token_reward_diagnostics(
     shares = advantage_shares(terms.transpose(1, 2).reshape(-1, k), weights).tolist()
     spread = pooled_spread(rewards, num_generations)
     zero_std = (~spread).float().mean(dim=0).tolist()
+    applied = applied_fraction(rewards).tolist()
     metrics = {}
-    for column, (name, share, frac) in enumerate(zip(names, shares, zero_std, strict=True)):
+    for column, (name, share, frac, rows) in enumerate(zip(names, shares, zero_std, applied, strict=True)):
         metrics[f"rewards/{name}/frac_zero_std"] = frac
         metrics[f"rewards/{name}/advantage_share"] = share
+        metrics[f"rewards/{name}/applied"] = rows
         if column in process_columns:
             count, total = step_totals[list(process_columns).index(column)].tolist()
             metrics[f"rewards/{name}/step_mean"] = total / count if count else float("nan")

@@ -25,6 +25,13 @@ def test_compact_line():
     assert compact_line({"train_runtime": 12.0, "train_loss": 0.1}, 40, 40) is None  # the Trainer's own summary
 
 
+
+def test_compact_line_prints_n_a_for_a_reward_without_a_value():
+    """TRL logs None for a reward that returned None/NaN for every completion of the logged steps; the line printed
+    `TypeError: unsupported format string passed to NoneType.__format__` and the run died unsaved."""
+    logs = {"rewards/format_reward/mean": None, "rewards/correctness_reward/mean": 0.25, "reward": float("nan")}
+    assert compact_line({**logs, "loss": None}, 2, 6) == "step 2/6 | format n/a correctness 0.25 | total n/a | loss n/a"
+
 def test_only_known_warnings_are_silenced():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

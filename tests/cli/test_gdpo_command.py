@@ -188,3 +188,53 @@ def test_old_spellings_still_work_with_one_warning_each(tmp_path, capsys):
     assert plot([str(tmp_path / "run"), "--out", str(tmp_path / "runs.png")]) == 0
     err = capsys.readouterr().err.splitlines()
     assert err == ["gdpo plot: warning: --out is deprecated, use --output_file", f"wrote plot to {tmp_path / 'runs.png'}"]
+
+
+# A failure on one rank of two: one line for the run, naming the rank, whatever the other rank met meanwhile (blocked
+# in a collective, "Connection closed by peer", killed by the launcher). Before: 146-148 lines of per-rank tracebacks,
+# or, for a timeout on rank 1 only, exit 2 and nothing at all. (id, reward, extra flags, exit status, the line)
+BAD = "tests.helpers.bad_rewards"
+TWO_PROCESS_ROWS = [
+    (
+        "raises_on_rank_1",
+        f"{BAD}.rank1_raising_reward",
+        [],
+        1,
+        "gdpo train: error: Reward function 'rank1_raising_reward' raised KeyError on rank 1: 'gold'",
+    ),
+    (
+        "times_out_on_rank_1",
+        f"{BAD}.rank1_hanging_reward",
+        ["--reward_timeout", "3"],
+        2,
+        "gdpo train: error: Reward function 'rank1_hanging_reward' took longer than reward_timeout=3 s on one batch "
+        "on rank 1;",
+    ),
+    (
+        "killed_on_rank_1",
+        f"{BAD}.rank1_killed_reward",
+        [],
+        1,
+        "gdpo train: error: rank 1 was killed by SIGKILL without an error message:",
+    ),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("reward", "flags", "code", "line"), [r[1:] for r in TWO_PROCESS_ROWS], ids=[r[0] for r in TWO_PROCESS_ROWS]
+)
+def test_a_failure_on_one_rank_is_one_line(tmp_path, reward, flags, code, line):
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "gdpo_trl.cli.main", "train", "--config", RECIPE, "--num_processes", "2"]
+    recipe_flags = ["--model_name_or_path", "builtin:tiny", "--max_steps", "1", "--output_dir", str(out)]
+    recipe_flags += ["--reward_funcs", "format", reward, *flags]
+    result = subprocess.run([*command, *recipe_flags], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == code, result.stderr[-3000:]
+    # What is left besides progress bars: torch's launcher's OMP_NUM_THREADS notice (every run), and the line.
+    text = result.stderr.replace("\r", "\n")
+    lines = [x for x in text.splitlines() if x.strip() and "%|" not in x and "torch/distributed/run.py" not in x]
+    assert lines and [x for x in lines if "examples" not in x] == [lines[-1]], result.stderr[-3000:]
+    assert lines[-1].startswith(line), lines[-1]
+    assert "Traceback" not in result.stderr and "Connection closed" not in result.stderr
+    assert not (out / "model.safetensors").exists()

@@ -102,9 +102,9 @@ def assert_one_line_error(err: str, prog: str, words: list[str]) -> None:
         assert word in line, f"{word!r} not in {line!r}"
 
 
-def check_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, setup, words) -> str:
-    """Run gdpo train with one row's recipe and flags; assert exit 2, one error line with ``words``, and an
-    unchanged ``output_dir``. Returns the error output."""
+def check_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, setup, words, code: int = 2) -> str:
+    """Run gdpo train with one row's recipe and flags; assert exit ``code`` (2: an input error), one error line with
+    ``words``, and an unchanged ``output_dir``. Returns the error output."""
     monkeypatch.delenv("GDPO_TRL_DEBUG", raising=False)
     out = tmp_path / "out"
     recipe = {**BASE_RECIPE, **fill(overrides or {}, tmp_path, out)}
@@ -122,9 +122,9 @@ def check_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, setup, 
 
     flags = fill(flags, tmp_path, out)
     argv = ([] if "--config" in flags else ["--config", str(config)]) + ["--output_dir", str(out), *flags]
-    code, err = run_cli(train_main, argv, capsys)
+    status, err = run_cli(train_main, argv, capsys)
 
-    assert code == 2
+    assert status == code
     argparse_error = err.lstrip().startswith("usage:")  # a flag value argparse rejects itself (choices)
     assert_one_line_error(err, "gdpo train", words)
     if not argparse_error:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -72,16 +71,11 @@ def launch(
         str(PROBE), "--config", str(recipe), *recipe_flags, "--output_dir", str(output_dir), *extra_flags,
     ]  # fmt: skip
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    if ABORT in result.stderr and "Model saved to" in result.stdout:
-        # A known intermittent fault of DeepSpeed on CPU (about 1 run in 13, field notes): one rank aborts in C++
-        # teardown after the run finished and saved. Not yet fixed at its source; one fresh run is allowed, and a
-        # second abort fails the test. Its output folder starts over.
-        shutil.rmtree(output_dir, ignore_errors=True)
-        command[command.index("--main_process_port") + 1] = str(free_port())
-        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     logs = result.stdout[-3000:] + result.stderr[-6000:]
     assert result.returncode == 0, logs
-    assert ABORT not in result.stderr, logs  # a rank that aborts at exit is a failure even if the launcher hid it
+    # A rank that aborts at exit is a failure even if the launcher hid it. It used to happen now and then under ZeRO-3
+    # (about 1 run in 13); the processes now end without interpreter teardown (gdpo_trl.cli.engines.end_process).
+    assert ABORT not in result.stderr, logs
     return result
 
 

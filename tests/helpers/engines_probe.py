@@ -148,4 +148,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from gdpo_trl.cli.engines import end_process
+
+    end_process(lambda _argv: main())  # as python -m gdpo_trl.cli.train ends
