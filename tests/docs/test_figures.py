@@ -284,9 +284,16 @@ SETTINGS: dict[str, dict[str, str]] = {
         "5 steps": "the curves' smoothing window",
     },
     "README.md": {
+        "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
+        "30 s": "how often a slow reward is named again (gdpo_trl/trainer/reward_checks.py)",
         "10 steps": "the final value's window, docs/results/README.md part 1",
         "95%": "the confidence level, docs/results/README.md part 1",
         "10 seeds": "the study's design, docs/results/README.md part 1",
+    },
+    "docs/training.md": {
+        "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
+        "30 s": "how often a slow reward is named again (gdpo_trl/trainer/reward_checks.py)",
+        "40 s": "the example notice's elapsed time (10 s, then every 30 s)",
     },
 }
 

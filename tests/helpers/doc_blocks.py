@@ -20,6 +20,7 @@ DOCS = (
     "docs/evaluation.md",
     "docs/process_rewards.md",
     "docs/toolcall.md",
+    "docs/agents.md",
     "docs/gsm8k_fidelity.md",
 )
 MARKERS = ("gpu", "slow", "runnable")
