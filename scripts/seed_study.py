@@ -239,6 +239,7 @@ def main(argv=None):
             f"wrote {export_logs(args.task, Path(args.out_dir), args.command, docs / 'logs' / f'{args.task}.json.gz')}"
         )
     if args.out_dir or args.from_logs:
+        docs.mkdir(parents=True, exist_ok=True)
         runs = load_study(Path(args.out_dir)) if args.out_dir else logged_study(read_logs(args.from_logs))
         if args.pilot:
             text = pilot_report(args.task, runs, total=not args.no_total)

@@ -15,7 +15,7 @@ PILOTS = {"pilot_toolcall": ["--pilot"], "pilot_gsm8k_style": ["--pilot"]}  # pa
 # The studies whose raw logs (each run's log_history and the command) are committed as docs/results/logs/<task>.json.gz
 # and recompute every table. The others' tables are recomputed from their per-run rows (<task>.json) only: their
 # re-run had not finished when the logs were collected (see docs/results/README.md, part 2).
-LOGGED = ["gsm8k_style", "toolcall", "agent"]
+LOGGED = ["gsm8k_style", "toolcall", "length", "scale6", "process", "agent", "pilot_toolcall", "pilot_gsm8k_style"]
 OTHER_LOGS = ["compare"]  # README's gdpo compare table
 
 
