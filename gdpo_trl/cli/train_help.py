@@ -11,7 +11,8 @@ USAGE = "gdpo train --config RECIPE [--FIELD VALUE ...] [ACCELERATE OPTIONS] [--
 INTRO = """\
 Train a model with GDPO (or GRPO) from a TRL-style YAML recipe. Flags set the recipe's fields and win over the file.
 
-  --config RECIPE       the recipe: a YAML file of `field: value` lines (recipes/ holds the project's)
+  --config RECIPE       the recipe: a YAML file of `field: value` lines, or a shipped recipe's name (cpu/gdpo,
+                        Qwen2.5-1.5B-Instruct/gdpo, ...: `gdpo recipes list`; `gdpo recipes copy` to edit one)
   ACCELERATE OPTIONS    --accelerate_config NAME_OR_FILE (ddp, zero2, zero3, fsdp2, single_gpu, or a file),
                         --num_processes N, --num_machines N, --machine_rank R, --main_process_ip IP,
                         --main_process_port PORT, or any other `accelerate launch` option: gdpo train checks the
