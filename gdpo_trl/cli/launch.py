@@ -31,6 +31,7 @@ from pathlib import Path
 from gdpo_trl.cli.run_records import RECORDS_ENV, report_failure
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.shipped import shipped_folder
+from gdpo_trl.recipe.recipe_file import yaml_problem
 
 CONFIG_FLAG = "--accelerate_config"
 
@@ -144,10 +145,7 @@ def read_accelerate_config(launch: list[str]) -> dict:
     try:
         config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else path
-        problem = getattr(error, "problem", None) or str(error)
-        raise InputError(f"{where}: YAML syntax error in the accelerate config: {problem}.") from None
+        raise InputError(f"accelerate config {yaml_problem(path, error)}.") from None
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"accelerate config {path} cannot be read: {error}.") from None
     if config is None:

@@ -64,15 +64,19 @@ def read_recipe(path: str | Path) -> dict:
             f"recipe {path}:{error.line}: key {error.key!r} appears twice (first on line {error.first}): keep one."
         ) from None
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
-        problem = getattr(error, "problem", None) or str(error)
-        raise InputError(f"recipe {where}: YAML syntax error: {problem}") from None
+        raise InputError(f"recipe {yaml_problem(path, error)}") from None
     if config is None:
         return {}
     if not isinstance(config, dict):
         raise InputError(f"recipe {path}: must be a mapping of field: value, got a {type(config).__name__}.")
     return config
+
+
+def yaml_problem(path: str | Path, error) -> str:
+    """``<path>:<line>:<column>: YAML syntax error: <problem>`` for a PyYAML error (which names no file)."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    return f"{where}: YAML syntax error: {getattr(error, 'problem', None) or error}"
 
 
 def check_recipe_yaml(argv: list[str]) -> dict | None:
