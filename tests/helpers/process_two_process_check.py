@@ -10,26 +10,34 @@ import pytest
 import torch.distributed as dist
 
 from gdpo_trl import GDPOTrainer
+from gdpo_trl.cli.engines import end_process
 from tests.helpers.recorders import TokenRecorder, char_steps, vary_lengths
 from tests.helpers.toy import parity_reward, toy_config, toy_dataset
 
-monkeypatch = pytest.MonkeyPatch()
-recorder = TokenRecorder(monkeypatch)
-vary_lengths(monkeypatch, rank=int(os.environ["RANK"]))
-out = Path(os.environ["GDPO_TEST_OUT"])
-trainer = GDPOTrainer(
-    os.environ["GDPO_TEST_MODEL"],
-    reward_funcs=[parity_reward, char_steps],
-    args=toy_config(out / "run", use_cpu=True),
-    train_dataset=toy_dataset(32),
-)
-trainer.train()
-dump = {
-    "ids": recorder.ids,
-    "texts": recorder.texts,
-    "rewards": [t.tolist() for t in recorder.rewards],
-    "advantages": [t.tolist() for t in recorder.advantages],
-}
-(out / f"rank{trainer.accelerator.process_index}.json").write_text(json.dumps(dump))
-if dist.is_initialized():
-    dist.barrier()
+
+def main(argv=None) -> None:
+    monkeypatch = pytest.MonkeyPatch()
+    recorder = TokenRecorder(monkeypatch)
+    vary_lengths(monkeypatch, rank=int(os.environ["RANK"]))
+    out = Path(os.environ["GDPO_TEST_OUT"])
+    trainer = GDPOTrainer(
+        os.environ["GDPO_TEST_MODEL"],
+        reward_funcs=[parity_reward, char_steps],
+        args=toy_config(out / "run", use_cpu=True),
+        train_dataset=toy_dataset(32),
+    )
+    trainer.train()
+    dump = {
+        "ids": recorder.ids,
+        "texts": recorder.texts,
+        "rewards": [t.tolist() for t in recorder.rewards],
+        "advantages": [t.tolist() for t in recorder.advantages],
+    }
+    (out / f"rank{trainer.accelerator.process_index}.json").write_text(json.dumps(dump))
+    if dist.is_initialized():
+        dist.barrier()
+
+
+# Like gdpo train's processes: leave without interpreter teardown, where a gloo thread could abort a rank that
+# finished (`terminate called without an active exception`, seen here once in a CI run; gdpo_trl/cli/engines.py).
+end_process(main)
