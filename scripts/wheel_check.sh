@@ -33,7 +33,7 @@ BIN="$WORK/venv/bin"
 "$BIN/python" -m pip check
 
 mkdir "$WORK/empty" && cd "$WORK/empty"
-export PATH="$BIN:$PATH" HF_HUB_OFFLINE=1 GDPO_TRL_CACHE="$WORK/model-cache" OMP_NUM_THREADS=1
+export PATH="$BIN:$PATH" HF_HUB_OFFLINE=1 GDPO_TRL_CACHE="$WORK/model-cache" OMP_NUM_THREADS=1 TORCH_EXTENSIONS_DIR="$WORK/torch_extensions"
 [[ "$(command -v gdpo)" == "$BIN/gdpo" ]]
 python - <<'PY'  # the package imported is the wheel's, not the clone's
 import gdpo_trl, sys

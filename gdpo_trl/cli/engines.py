@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
 
@@ -115,3 +116,34 @@ def end_process(main, argv: list[str] | None = None) -> None:
         except (OSError, ValueError):  # a closed or broken stream: nothing more can be written to it anyway
             pass
     os._exit(status)
+
+
+STALE_LOCK_S = 600  # a JIT build of DeepSpeed's ops takes about a minute here; ten without a change is no build
+
+
+def stale_extension_locks(now: float | None = None) -> list[str]:
+    """One warning line per torch-extension build lock older than :data:`STALE_LOCK_S` seconds.
+
+    torch's JIT builder (``torch.utils.cpp_extension``, used by DeepSpeed for its ops) marks a build with a ``lock``
+    file in ``TORCH_EXTENSIONS_DIR/<python>/<op>/`` and every other process waits, sleeping, while it exists. A build
+    that was killed leaves it behind, and from then on every DeepSpeed run on the machine waits forever without a
+    word (met here: a ZeRO-2 run asleep in both processes). The lock holds no process id, so an old one is named, not
+    removed: the user can tell whether a build is still running.
+    """
+    import time
+
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions")
+    now = time.time() if now is None else now
+    lines = []
+    for lock in sorted(root.glob("*/*/lock")):
+        try:
+            age = now - lock.stat().st_mtime
+        except OSError:  # removed meanwhile: a build finished
+            continue
+        if age > STALE_LOCK_S:
+            lines.append(
+                f"gdpo train: warning: {lock} is {age / 60:.0f} min old: a torch extension build (DeepSpeed's "
+                f"{lock.parent.name}) that was stopped left it, and DeepSpeed runs wait on it without end; delete it "
+                "unless such a build is running now."
+            )
+    return lines

@@ -210,7 +210,11 @@ def launch_training(recipe_argv: list[str], launch: list[str], output_dir: str |
     from accelerate.commands.launch import launch_command, launch_command_parser
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
+    from gdpo_trl.cli.engines import stale_extension_locks
+
     args = launch_command_parser().parse_args([*launch_defaults(launch), "-m", "gdpo_trl.cli.train", *recipe_argv])
+    for line in stale_extension_locks():  # a killed DeepSpeed op build would make this run wait without a word
+        print(line, file=sys.stderr, flush=True)
     # torch's elastic agent logs each worker's exit at warning/error level; the summary below says it in one line.
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
     folder = Path(tempfile.mkdtemp(prefix="gdpo-run-"))

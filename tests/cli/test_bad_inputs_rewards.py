@@ -119,3 +119,23 @@ def test_launch_options_are_one_line_before_anything_starts(tmp_path, capsys, mo
     assert_one_line_error(err, "gdpo train", words)
     assert len(err.strip().splitlines()) == 1, err  # FSDP on CPU: before, once per process and once more
     assert not out.exists() and snapshot(tmp_path)  # nothing started, nothing written
+
+
+def test_a_stale_extension_lock_is_named_before_a_launch(tmp_path, monkeypatch):
+    """A killed DeepSpeed op build leaves torch's ``lock`` file, and every later DeepSpeed run sleeps on it forever."""
+    import os
+    import time
+
+    from gdpo_trl.cli.engines import STALE_LOCK_S, stale_extension_locks
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    old, fresh = tmp_path / "py311_cpu" / "deepspeed_shm_comm" / "lock", tmp_path / "py311_cpu" / "other_op" / "lock"
+    for lock in (old, fresh):
+        lock.parent.mkdir(parents=True)
+        lock.touch()
+    now = time.time()
+    os.utime(old, (now - STALE_LOCK_S - 60, now - STALE_LOCK_S - 60))
+    lines = stale_extension_locks(now)
+    assert len(lines) == 1 and str(old) in lines[0] and "min old" in lines[0] and "deepspeed_shm_comm" in lines[0]
+    old.unlink()
+    assert stale_extension_locks(now) == []
