@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 
-from gdpo_trl import GDPOTrainer
 from gdpo_trl.cli.engines import end_process
 from tests.helpers.recorders import TokenRecorder, char_steps, vary_lengths
-from tests.helpers.toy import parity_reward, toy_config, toy_dataset
+from tests.helpers.toy import parity_reward, two_process_trainer
 
 
 def main(argv=None) -> None:
@@ -20,12 +19,7 @@ def main(argv=None) -> None:
     recorder = TokenRecorder(monkeypatch)
     vary_lengths(monkeypatch, rank=int(os.environ["RANK"]))
     out = Path(os.environ["GDPO_TEST_OUT"])
-    trainer = GDPOTrainer(
-        os.environ["GDPO_TEST_MODEL"],
-        reward_funcs=[parity_reward, char_steps],
-        args=toy_config(out / "run", use_cpu=True),
-        train_dataset=toy_dataset(32),
-    )
+    trainer = two_process_trainer([parity_reward, char_steps])
     trainer.train()
     dump = {
         "ids": recorder.ids,

@@ -42,3 +42,19 @@ def toy_config(output_dir, **overrides):
     )
     settings.update(overrides)
     return GDPOConfig(**settings)
+
+
+def two_process_trainer(reward_funcs):
+    """The trainer the torchrun scripts run on each rank: the model of ``GDPO_TEST_MODEL``, 32 toy prompts, writing
+    under ``GDPO_TEST_OUT``."""
+    import os
+    from pathlib import Path
+
+    from gdpo_trl import GDPOTrainer
+
+    return GDPOTrainer(
+        os.environ["GDPO_TEST_MODEL"],
+        reward_funcs=reward_funcs,
+        args=toy_config(Path(os.environ["GDPO_TEST_OUT"]) / "run", use_cpu=True),
+        train_dataset=toy_dataset(32),
+    )

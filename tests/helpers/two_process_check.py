@@ -7,22 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from gdpo_trl import GDPOTrainer
 from gdpo_trl.cli.engines import end_process
 from tests.helpers.recorders import Recorder
-from tests.helpers.toy import length_mod_reward, parity_reward, toy_config, toy_dataset
+from tests.helpers.toy import length_mod_reward, parity_reward, two_process_trainer
 
 
 def main(argv=None) -> None:
     monkeypatch = pytest.MonkeyPatch()
     recorder = Recorder(monkeypatch)
     out = Path(os.environ["GDPO_TEST_OUT"])
-    trainer = GDPOTrainer(
-        os.environ["GDPO_TEST_MODEL"],
-        reward_funcs=[parity_reward, length_mod_reward],
-        args=toy_config(out / "run", use_cpu=True),
-        train_dataset=toy_dataset(32),
-    )
+    trainer = two_process_trainer([parity_reward, length_mod_reward])
     trainer.train()
     rank = trainer.accelerator.process_index
     dump = {key: [t.tolist() for t in getattr(recorder, key)] for key in ("rewards", "trl", "ours")}
