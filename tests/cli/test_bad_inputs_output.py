@@ -80,11 +80,11 @@ def test_a_forked_child_does_not_keep_a_dead_runs_lock(tmp_path):
         import os, time
         from gdpo_trl.recipe.run_lock import lock_output_dir
         lock_output_dir({str(out)!r})
-        child = os.fork()
-        if child == 0:
+        if os.fork() == 0:
+            # Printed once fork has returned here, so after the fork hooks ran: the test never races the child's start.
+            print(os.getpid(), flush=True)
             time.sleep(120)  # the child outlives its parent
             os._exit(0)
-        print(child, flush=True)
         os._exit(1)  # dies without releasing, as if killed
         """,
         stdout=subprocess.PIPE,
