@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 ITEMS = ("pen", "cup", "hat", "box", "map", "key")
 TOOL_TAGS = ["<tool_call>", "</tool_call>"]
+# The calls' JSON scaffolding and the tool names as whole tokens, as a BPE tokenizer like Qwen's holds common strings:
+# a call is 8-12 tokens instead of ~50 characters, so a clean episode is ~30 generated tokens. With one token per
+# character, slips over ~115 tokens at temperature 1 ended most episodes of the warm start (success 0.008, H6).
+CALL_TOKENS = ('{"name": "', '", "arguments": {"', '": "', '": ', ', "', '"}}', "}}", "price", "mul", "item")
 ARITH_ENVIRONMENT = "arith"
 EVAL_BUCKETS = 8  # one question in 8 (by content hash) is held out of the warm start's SFT
 # A ChatML template for the character-level tokenizer that renders tools as one short line (`tools: price(item)
@@ -211,9 +215,10 @@ class AgentRecipe:
     """Everything besides the seed that determines the agent warm start's weights."""
 
     architecture: str = "mini"
-    # 300 steps left item names badly copied (made-up items like "pey" in one call of five); 500 copied items but
-    # rarely the product into the answer. 900 still succeeds rarely at temperature 1 (0.008 on held-out episodes,
-    # docs/results/README.md, H6): the character-level model's slips over ~100 tokens end most episodes early.
+    call_tokens: tuple[str, ...] = CALL_TOKENS  # added to the character-level vocabulary (see CALL_TOKENS)
+    # With CALL_TOKENS, 300 steps still miscopy items, counts and prices (held-out success 0.016 at temperature 1);
+    # 900 succeed on 0.38 of held-out episodes, with format 0.50 and ShopEnv 0.79: every reward mid-range (docs/agents.md).
+    # Without CALL_TOKENS, 900 steps succeeded on 0.008 (H6 in docs/results/README.md).
     steps: int = 900
     batch_size: int = 16
     learning_rate: float = 3e-3
@@ -271,13 +276,17 @@ def make_trace(episode: dict, rng: random.Random, recipe: AgentRecipe | None = N
     return _turns(turns), flaws
 
 
-def build_tokenizer():
-    """The character-level tokenizer of :mod:`gdpo_trl.demo.tiny` with the tool-call tags, the tool-rendering chat
-    template and the response template (saved with it, so a loaded model parses calls the same way)."""
+def build_tokenizer(call_tokens: tuple[str, ...] = CALL_TOKENS):
+    """The character-level tokenizer of :mod:`gdpo_trl.demo.tiny` with the tool-call tags and ``call_tokens``, the
+    tool-rendering chat template and the response template (saved with it, so a loaded model parses calls the same
+    way)."""
     from gdpo_trl.demo.tiny import build_tokenizer as tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
-    tokenizer.add_tokens(TOOL_TAGS)  # ordinary tokens, kept when decoding, like the <think>/<answer> tags
+    # Ordinary tokens, kept when decoding, like the <think>/<answer> tags; matched longest first, so `": "` wins over
+    # `": ` where both fit. TRL never re-tokenizes what the model generated (prompt + completion + tool answer ids are
+    # concatenated), so the model's own choice of tokens is what trains.
+    tokenizer.add_tokens(TOOL_TAGS + list(call_tokens))
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.response_template = RESPONSE_TEMPLATE
     return tokenizer
@@ -330,7 +339,7 @@ def train_agent_warmstart(path, seed: int = 0, recipe: AgentRecipe | None = None
 
     recipe = recipe or AgentRecipe()
     torch.manual_seed(seed)
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(recipe.call_tokens)
     model = build_model(tokenizer, recipe.architecture, seed)
     dataset = sft_dataset(recipe.steps * recipe.batch_size, seed, tokenizer, recipe)
     return train_sft(model, tokenizer, dataset, recipe, seed, path)

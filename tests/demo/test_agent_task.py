@@ -85,6 +85,27 @@ def test_chat_template_is_what_trls_tool_loop_needs(tokenizer):
     assert "tool_calls" not in broken  # an unreadable call stays text: the episode ends
 
 
+def test_call_tokens_shorten_an_episode_and_round_trip_through_save_and_load(tokenizer, tmp_path):
+    from transformers import AutoTokenizer
+
+    episode = generate_episodes(1, seed=0)[0]
+    trace, _ = make_trace(episode, random.Random(0), AgentRecipe(**{flaw: 0.0 for flaw in FLAWS}))
+    # The model's part of a clean episode: each assistant turn (the tool answers are TRL's, not generated).
+    generated = [part.split("<|im_end|>")[0] + "<|im_end|>" for part in trace.split("<|im_start|>assistant\n")]
+    ids = [tokenizer(turn, add_special_tokens=False)["input_ids"] for turn in generated]
+    # price call: <tool_call> {"name": " price ", "arguments": {" item ": " x x x "}} </tool_call> <|im_end|>
+    assert len(ids[0]) == 12
+    assert sum(map(len, ids)) <= 32 < sum(len(turn) for turn in generated) / 3  # ~115 characters
+    tokenizer.save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(tmp_path)
+    for turn, turn_ids in zip(generated, ids):
+        assert loaded(turn, add_special_tokens=False)["input_ids"] == turn_ids
+        assert loaded.decode(turn_ids) == tokenizer.decode(turn_ids) == turn  # spaces and quotes survive
+    # One character at a time decodes to the same text: a model that spells a call out still makes a call.
+    spelled = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(c)) for c in generated[1]]
+    assert tokenizer.decode([i for token in spelled for i in token]) == generated[1]
+
+
 def _as_messages(trace: str) -> list[dict]:
     """A trace's turns as TRL's completion messages (calls parsed as TRL's loop would)."""
     messages = []
