@@ -98,7 +98,7 @@ def test_call_tokens_shorten_an_episode_and_round_trip_through_save_and_load(tok
     assert sum(map(len, ids)) <= 32 < sum(len(turn) for turn in generated) / 3  # ~115 characters
     tokenizer.save_pretrained(tmp_path)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
-    for turn, turn_ids in zip(generated, ids):
+    for turn, turn_ids in zip(generated, ids, strict=True):
         assert loaded(turn, add_special_tokens=False)["input_ids"] == turn_ids
         assert loaded.decode(turn_ids) == tokenizer.decode(turn_ids) == turn  # spaces and quotes survive
     # One character at a time decodes to the same text: a model that spells a call out still makes a call.

@@ -254,7 +254,8 @@ SOURCES = [
     ("docs/results/README.md", r"### H3", [study("length")]),
     ("docs/results/README.md", r"### H4", [study("scale6"), study("gsm8k_style")]),
     ("docs/results/README.md", r"### H5", [study("process")]),
-    ("docs/results/README.md", r"### H6", [study("agent")]),
+    ("docs/results/README.md", r"### H6,", [study("agent")]),
+    ("docs/results/README.md", r"### H6b", [study("agent_midrange")]),
     ("docs/agents.md", r"Does GDPO beat GRPO here", [study("agent")]),
 ]
 
