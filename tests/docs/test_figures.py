@@ -133,6 +133,22 @@ def toolcall_demo(tmp):
     return found + [v for v in _flat([data["eval_before"], data["eval_after"]]) if isinstance(v, (int, float))]
 
 
+def agent_demo(tmp):
+    """docs/agents.md's recipe runs and evals (docs/results/logs/agent_demo.json: the shop recipe's and the mixed
+    recipe's log_history, both eval summaries): each reward's mean over the first and last 5 (mixed: 4) steps it
+    applied in, as `gdpo train` prints them, and the eval metrics."""
+    path = LOGS / "agent_demo.json"
+    assert path.is_file(), "docs/results/logs/agent_demo.json is missing: docs/agents.md's run and eval figures"
+    data = json.loads(path.read_text())
+    found = []
+    for history, steps in (("train_log_history", 5), ("mix_log_history", 4)):
+        steps_logged = [e for e in data[history] if "loss" in e]
+        for key in sorted({k for e in steps_logged for k in e if k.startswith("rewards/") and k.endswith("/mean")}):
+            values = [e[key] for e in steps_logged if e.get(key) is not None]  # None: applied to no row that step
+            found += [sum(values[:steps]) / steps, sum(values[-steps:]) / steps, len(values)]
+    return found + [v for v in _flat([data["eval_before"], data["eval_after"]]) if isinstance(v, (int, float))]
+
+
 @functools.cache
 def advantage_groups_text(tmp):
     out = subprocess.run(
@@ -243,6 +259,7 @@ SOURCES = [
     ("README.md", r"Does GDPO beat GRPO", [every_study]),
     ("README.md", r"Tool calling: the paper", [toolcall_demo, toolrl_sample_rows]),
     ("README.md", r"Does GDPO learn better here", [compare_demo]),
+    ("README.md", r"Multi-turn agents", [agent_demo]),
     ("docs/process_rewards.md", r"The rule", [worked_example]),
     ("docs/toolcall.md", r"Tool calling \(README section\)|Data: ToolRL", [toolrl_sample_rows]),
     ("docs/toolcall.md", r"The reward rules", [pairing_example]),
@@ -256,7 +273,8 @@ SOURCES = [
     ("docs/results/README.md", r"### H5", [study("process")]),
     ("docs/results/README.md", r"### H6,", [study("agent")]),
     ("docs/results/README.md", r"### H6b", [study("agent_midrange")]),
-    ("docs/agents.md", r"Does GDPO beat GRPO here", [study("agent")]),
+    ("docs/agents.md", r"Does GDPO beat GRPO here", [study("agent_midrange"), study("agent")]),
+    ("docs/agents.md", r"The shop task|Two tasks in one run", [agent_demo]),
 ]
 
 # Design values stated as such (not results), per file: text as written -> why it is not a result.
