@@ -10,12 +10,35 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import warnings
+from pathlib import Path
 
 from gdpo_trl.core.noise import quiet_known_warnings  # noqa: F401 (the entry points import it from here)
 
 # Completions printed per logged step when `log_completions` is on and no `num_completions_to_print` is set: TRL
 # prints the whole batch otherwise (hundreds of rows per step).
 DEFAULT_COMPLETIONS_TO_PRINT = 4
+
+
+_PACKAGE = str(Path(__file__).resolve().parents[1])
+
+
+def package_warnings_as_lines(prog: str) -> None:
+    """Print gdpo-trl's own warnings as one line, ``PROG: warning: MESSAGE``, as its errors print.
+
+    Python's default form names our source file and repeats a line of our code, which says nothing to a user of the
+    command (a reward that applied to no row of a batch, say). Other libraries' warnings keep the default form.
+    """
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not str(Path(filename).resolve()).startswith(_PACKAGE):
+            return default(message, category, filename, lineno, file, line)
+        from tqdm.auto import tqdm
+
+        tqdm.write(f"{prog}: warning: {message}", file=file or sys.stderr)  # on a line of its own, under the bar
+
+    warnings.showwarning = show
 
 
 def setup_logging(level: int) -> None:

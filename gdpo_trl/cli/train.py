@@ -16,7 +16,13 @@ itself; that command also works typed by hand. The YAML holds flat keys of three
 
 from __future__ import annotations
 
-from gdpo_trl.cli.console import bound_completions_logging, quiet_known_warnings, setup_logging, use_compact_progress
+from gdpo_trl.cli.console import (
+    bound_completions_logging,
+    package_warnings_as_lines,
+    quiet_known_warnings,
+    setup_logging,
+    use_compact_progress,
+)
 from gdpo_trl.cli.engines import check_fsdp_engaged, end_process, shutdown_distributed
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.cli.model_card import attach_run_card, write_card
@@ -36,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     if answer_help(argv):
         return
     quiet_known_warnings()
+    package_warnings_as_lines("gdpo train")
     check_bare_recipe(argv)
     with input_stage("recipe"):  # parse_args checks the recipe file first
         script_args, training_args, model_args = parse_args(argv)

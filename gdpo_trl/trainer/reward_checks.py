@@ -248,8 +248,9 @@ class CheckedReward:
             self.warned_empty = True
             warnings.warn(
                 f"Reward function '{self.__name__}' returned None/NaN for all {num_completions} completions of a "
-                "batch: it adds nothing to that batch's advantages. If it should apply, check its inputs (dataset "
-                "columns, completion format). Warned once.",
+                "batch: it adds nothing to that batch's advantages, and training goes on. Expected where a reward "
+                f"scores one task of several (`rewards/{self.__name__}/applied` logs the share of rows it applied "
+                "to); otherwise check its inputs (dataset columns, completion format). Warned once per reward.",
                 UserWarning,
                 stacklevel=2,
             )

@@ -188,3 +188,32 @@ def test_the_python_api_is_as_quiet_as_the_command(tmp_path):
     assert any(type(f).__name__ == "_DropKnownRecords" for f in logging.getLogger("DeepSpeed").filters)
     assert config.dataloader_pin_memory is False
     assert GDPOConfig(str(tmp_path), report_to="none").dataloader_pin_memory is accelerator_available()
+
+
+def test_package_warnings_print_as_one_line_and_others_keep_their_form(capsys):
+    """gdpo-trl's own warnings (an all-None reward batch) print as `PROG: warning: MESSAGE`, like its errors; a
+    library's warning goes to the handler that was there before (Python's form: file, line, category)."""
+    from gdpo_trl.cli.console import package_warnings_as_lines
+    from gdpo_trl.trainer.reward_checks import CheckedReward
+
+    def never_applies(completions, **kwargs):
+        return [None] * len(completions)
+
+    before, passed_on = warnings.showwarning, []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = lambda message, category, filename, lineno, *rest: passed_on.append(
+                (str(message), category, filename, lineno)
+            )
+            package_warnings_as_lines("gdpo train")
+            CheckedReward(never_applies, timeout=0)(prompts=["p"] * 2, completions=["a", "b"])
+            warnings.warn_explicit("a library's warning", UserWarning, "/elsewhere/lib.py", 7)
+    finally:
+        warnings.showwarning = before
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "gdpo train: warning: Reward function 'never_applies' returned None/NaN for all 2 completions of a batch"
+    )
+    assert "rewards/never_applies/applied" in err[0] and "training goes on" in err[0]
+    assert passed_on == [("a library's warning", UserWarning, "/elsewhere/lib.py", 7)]
