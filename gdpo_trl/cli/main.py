@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from gdpo_trl.cli.errors import cli_errors
@@ -41,6 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return run_subcommand(argv)
+    except BrokenPipeError:
+        # `gdpo recipes list | head`: the reader closed the pipe, and nothing is wrong. Python would print a traceback,
+        # then fail again flushing stdout at exit; point stdout at /dev/null and end as a command killed by SIGPIPE.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def run_subcommand(argv: list[str] | None = None) -> int:
     from gdpo_trl.cli.console import quiet_known_warnings
 
     quiet_known_warnings()  # here too: `gdpo train` parses the recipe in this process before accelerate starts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -238,3 +239,11 @@ def test_a_failure_on_one_rank_is_one_line(tmp_path, reward, flags, code, line):
     assert lines[-1].startswith(line), lines[-1]
     assert "Traceback" not in result.stderr and "Connection closed" not in result.stderr
     assert not (out / "model.safetensors").exists()
+
+
+def test_a_reader_closing_the_pipe_ends_the_command_quietly():
+    """`gdpo recipes list | head -1`: no traceback, and the status of a command killed by SIGPIPE (141). The reader
+    here is `true`, which exits before Python has started, so the write always meets a closed pipe."""
+    command = f"{shlex.quote(sys.executable)} -m gdpo_trl.cli.main recipes list | true; exit ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT)
+    assert done.stderr == "" and done.returncode == 141, done.stderr
