@@ -61,7 +61,9 @@ def parse_args(argv=None):
     )
     read_negative_numbers(parser)
     recipe = "(default: the recipe's)"
-    parser.add_argument("--config", default=DEFAULT_RECIPE, help="gdpo train recipe (file or name) every run starts from")
+    parser.add_argument(
+        "--config", default=DEFAULT_RECIPE, help="gdpo train recipe (file or name) every run starts from"
+    )
     parser.add_argument("--methods", nargs="+", default=["grpo", "grpo_no_std", "gdpo"], choices=sorted(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--steps", type=int, help=f"optimizer steps per run, times --scale {recipe}")
@@ -188,8 +190,16 @@ def main(argv=None):
     recipe = find_recipe(args.config)
     read_recipe(recipe)  # a recipe that cannot be read fails before torch and TRL are imported
     from gdpo_trl.recipe.arguments import build_reward_funcs
-    from gdpo_trl.results.compare import METHODS, OUTCOME_ONLY, collect, comparison_table, plot_comparison
-    from gdpo_trl.results.runs import reward_key
+    from gdpo_trl.results.compare import (
+        METHODS,
+        OUTCOME_ONLY,
+        collect,
+        comparison_table,
+        logged_reward_names,
+        plot_comparison,
+        run_dir,
+    )
+    from gdpo_trl.results.runs import load_run, reward_key
     from gdpo_trl.rewards import reward_name
 
     base = parse_run(recipe, {})  # also sets the recipe's `env:` variables
@@ -207,6 +217,7 @@ def main(argv=None):
 
     # The total `reward` only compares like with like: not when a method trains on fewer of the rewards.
     total = not any(METHODS[m].get(OUTCOME_ONLY) for m in args.methods)
+    names = logged_reward_names(names, [load_run(run_dir(out_dir, m, s)) for m in args.methods for s in args.seeds])
     metrics = [reward_key(n) for n in names] + ["reward"]
     curves = [collect(out_dir, m, args.seeds, metrics) for m in args.methods]
     table = comparison_table(curves, names + ["reward"] * total, gain=args.gain, window=args.window, tail=args.window)

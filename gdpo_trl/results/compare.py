@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from gdpo_trl.results.runs import Run, curve_stats, load_run, reward_key, smooth
+from gdpo_trl.results.runs import Run, curve_stats, load_run, reward_key, reward_names, smooth
 from gdpo_trl.rewards import reward_name
 from gdpo_trl.rewards.process import is_process_reward
 
@@ -87,6 +87,17 @@ def collect(out_dir: Path, method: str, seeds: list[int], metrics: list[str]) ->
     return MethodCurves(method, steps, values)
 
 
+def logged_reward_names(recipe_names: list[str], runs: list[Run]) -> list[str]:
+    """The rewards the runs logged, in the recipe's order: a conditioned reward under the name it is logged with
+    (``agent_cost`` as ``agent_cost_if_agent_success``), then the logged rewards the recipe does not list, such as
+    an environment's own (``ShopEnv``, which TRL adds)."""
+    logged = reward_names(runs)
+    ordered = [
+        name for recipe in recipe_names for name in logged if name == recipe or name.startswith(f"{recipe}_if_")
+    ]
+    return ordered + [name for name in logged if name not in ordered]
+
+
 def steps_to_reach(steps: list[int], values: list[float], target: float, window: int) -> int | None:
     """First step at which the ``window``-smoothed curve reaches ``target``; None if it never does."""
     for step, value in zip(steps, smooth(values, window), strict=True):
@@ -138,8 +149,13 @@ def plot_comparison(
     from matplotlib.figure import Figure
 
     panels = [n for n in reward_names if any(reward_key(n) in c.values for c in curves)] + ["reward"] * total
-    fig = Figure(figsize=(4.2 * len(panels), 3.6), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    columns = min(len(panels), 3)  # more panels wrap onto further rows, so the figure stays readable on a page
+    rows = -(-len(panels) // columns)
+    fig = Figure(figsize=(4.2 * columns, 3.6 * rows), layout="constrained")
+    grid = fig.subplots(rows, columns, squeeze=False)
+    for ax in grid.flat[len(panels) :]:
+        ax.set_visible(False)
+    axes = list(grid.flat[: len(panels)])
     for ax, name in zip(axes, panels, strict=True):
         key = "reward" if name == "reward" else reward_key(name)
         for c in curves:
@@ -154,7 +170,8 @@ def plot_comparison(
         ax.set_title("total reward" if name == "reward" else name)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel(f"mean over seeds (smoothed {window}), band = min-max")
+    for row in grid:
+        row[0].set_ylabel(f"mean over seeds (smoothed {window}),\nband = min-max")
     axes[-1].legend(loc="lower right")
     fig.suptitle(title)
     fig.savefig(out_png, dpi=110)

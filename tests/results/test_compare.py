@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gdpo_trl.results.compare import MethodCurves, collect, comparison_table, steps_to_reach
+from gdpo_trl.results.compare import MethodCurves, collect, comparison_table, logged_reward_names, steps_to_reach
+from gdpo_trl.results.runs import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,6 +32,23 @@ def test_comparison_table_hand_values():
     # start: mean(0.0, 0.2) = 0.1; finals 1.0 and 0.6 -> 0.800 ± 0.283; seed 1 reaches 0.3 at step 2, seed 2 (0.5)
     # at step 3 -> mean 2.5; mean levels: (0.25+0.75)/2 = 0.5 and (0.2+0.4)/2 = 0.3 -> 0.400 ± 0.141.
     assert "| GDPO | format_reward | 0.100 | 0.800 ± 0.283 | 2.5 (2/2 seeds) | 0.400 ± 0.141 |" in table
+
+
+def test_compared_rewards_are_those_logged_in_the_recipes_order():
+    """A conditioned reward is compared under its logged name, and an environment's own reward (which the recipe
+    does not list; trainer_state.json sorts its keys) comes after the recipe's."""
+    history = {
+        f"rewards/{name}/mean": [(1, 0.5)]
+        for name in sorted(["agent_success", "agent_format", "agent_cost_if_agent_success", "ShopEnv"])
+    }
+    history["reward"] = [(1, 2.0)]
+    runs = [Run("gdpo-seed0", Path("."), history)]
+    assert logged_reward_names(["agent_success", "agent_format", "agent_cost"], runs) == [
+        "agent_success",
+        "agent_format",
+        "agent_cost_if_agent_success",
+        "ShopEnv",
+    ]
 
 
 def test_collect_aligns_runs_on_common_steps(tmp_path):
