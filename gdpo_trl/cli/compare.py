@@ -190,6 +190,7 @@ def main(argv=None):
     recipe = find_recipe(args.config)
     read_recipe(recipe)  # a recipe that cannot be read fails before torch and TRL are imported
     from gdpo_trl.recipe.arguments import build_reward_funcs
+    from gdpo_trl.recipe.resume_settings import saved_record
     from gdpo_trl.results.compare import (
         METHODS,
         OUTCOME_ONLY,
@@ -222,11 +223,13 @@ def main(argv=None):
     curves = [collect(out_dir, m, args.seeds, metrics) for m in args.methods]
     table = comparison_table(curves, names + ["reward"] * total, gain=args.gain, window=args.window, tail=args.window)
     steps = curves[0].steps[-1] if curves[0].steps else 0
-    prompts = shared["per_device_train_batch_size"] // shared["num_generations"]
+    # The runs' own settings, as each recorded them (with --skip_training this command's flags may differ).
+    ran = {**shared, **(saved_record(run_dir(out_dir, args.methods[0], args.seeds[0])) or {})}
+    prompts = ran["per_device_train_batch_size"] // ran["num_generations"]
     header = (
         f"Model {model}; {len(args.seeds)} seeds {args.seeds}; {steps} steps of {prompts} prompts x "
-        f"{shared['num_generations']} completions; lr {shared['learning_rate']}; max "
-        f"{shared['max_completion_length']} completion tokens; recipe {args.config}."
+        f"{ran['num_generations']} completions; lr {ran['learning_rate']}; max "
+        f"{ran['max_completion_length']} completion tokens; recipe {args.config}."
     )
     if wall:
         header += f" Wall time {sum(wall.values()) / 60:.1f} min for {len(wall)} runs."

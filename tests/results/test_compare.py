@@ -77,6 +77,24 @@ def test_three_step_comparison_writes_table_and_plot(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     # Each run left its own trainer_state.json, readable by gdpo plot.
     assert (out / "gdpo-seed1" / "trainer_state.json").is_file()
+    # Re-read with other batch flags, the header still says what the runs did (each recorded its recipe).
+    assert "3 steps of 4 prompts x 8 completions" in table
+    compare_methods.main(
+        [
+            "--seeds",
+            "0",
+            "1",
+            "--methods",
+            "grpo",
+            "gdpo",
+            "--prompts_per_step",
+            "2",
+            "--skip_training",
+            "--output_dir",
+            str(out),
+        ]
+    )
+    assert "3 steps of 4 prompts x 8 completions" in (out / "comparison.md").read_text()
 
 
 def _recipe(name: str) -> str:
