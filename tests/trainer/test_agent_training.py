@@ -7,6 +7,7 @@ import torch
 
 from gdpo_trl import GDPOTrainer
 from gdpo_trl.core.advantages import gdpo_advantages
+from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.demo.agent_task import MIX_FACTORIES, build_tokenizer, load_agent_mix
 from gdpo_trl.demo.tiny import build_model
 from gdpo_trl.rewards.agent import agent_format, agent_success, arith_format
@@ -49,3 +50,12 @@ def test_mixed_environments_none_where_a_reward_does_not_apply(agent_tiny_path, 
         torch.testing.assert_close(ours, gdpo_advantages(rewards, [1.0] * 4, 4))
     logged = [entry for entry in trainer.state.log_history if "reward" in entry]
     assert len(logged) == 2 and all("rewards/ShopEnv/mean" in entry for entry in logged)
+    names = trainer.reward_func_names
+    for entry, rewards, ours in zip(logged, recorder.rewards, recorder.ours, strict=True):
+        # What was logged is what the pure diagnostics give on the very batch: NaN rows counted as not applied.
+        expected = reward_diagnostics(rewards, ours, torch.ones(4), names, 4, gdpo=True)
+        for key, value in expected.items():
+            assert entry[key] == pytest.approx(value), key
+        assert [entry[f"rewards/{name}/applied"] for name in names] == [0.5] * 4  # each applied to its task's half
+        # Each group is of one task, so every reward is missing from one of the two groups: no spread there.
+        assert all(entry[f"rewards/{name}/frac_zero_std"] >= 0.5 for name in names)
