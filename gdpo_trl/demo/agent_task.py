@@ -17,12 +17,12 @@ of GSM8K-style traces (:mod:`gdpo_trl.demo.warmstart`'s) lets the same model ser
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gdpo_trl.demo.splits import draw_split
 from gdpo_trl.rewards.agent import AGENT_ENVIRONMENT
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ TOOL_TAGS = ["<tool_call>", "</tool_call>"]
 # character, slips over ~115 tokens at temperature 1 ended most episodes of the warm start (success 0.008, H6).
 CALL_TOKENS = ('{"name": "', '", "arguments": {"', '": "', '": ', ', "', '"}}', "}}", "price", "mul", "item")
 ARITH_ENVIRONMENT = "arith"
-EVAL_BUCKETS = 8  # one question in 8 (by content hash) is held out of the warm start's SFT
 # A ChatML template for the character-level tokenizer that renders tools as one short line (`tools: price(item)
 # mul(a,b)`), a call as `<tool_call>{json}</tool_call>` and a tool's answer as a `tool` turn. It is prefix-preserving,
 # as TRL's multi-turn loop requires.
@@ -149,24 +148,9 @@ def make_episode(rng: random.Random) -> dict:
     }
 
 
-def _is_eval(episode: dict) -> bool:
-    key = f"{episode['question']}|{episode['prices']}"
-    return int(hashlib.sha1(key.encode()).hexdigest(), 16) % EVAL_BUCKETS == 0
-
-
 def generate_episodes(n: int, seed: int = 0, split: str = "train") -> list[dict]:
     """``n`` episodes of the ``"train"`` or ``"eval"`` split (disjoint by question and price table)."""
-    if split not in ("train", "eval"):
-        raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    rng = random.Random(f"agent:{seed}:{split}")
-    episodes = []
-    while len(episodes) < n:
-        episode = make_episode(rng)
-        if _is_eval(episode) == (split == "eval"):
-            episodes.append(episode)
-    return episodes
+    return draw_split("agent", n, seed, split, make_episode, key=lambda e: f"{e['question']}|{e['prices']}")
 
 
 def make_prompt(question: str) -> list[dict]:

@@ -17,7 +17,6 @@ many), so that sampled at temperature 1 it starts mid-range on both rewards.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import tempfile
@@ -26,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gdpo_trl.demo.splits import draw_split
 from gdpo_trl.rewards.toolcall import tool_correctness, tool_format
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ SYSTEM_PROMPT = "tools: " + " ".join(TOOLS)
 CHAT_REPLY = "ok"
 # Request kinds and how often each is drawn.
 KINDS = {"weather": 3, "time": 2, "add": 3, "alarm": 2, "news": 1, "two_times": 2, "chat": 1}
-EVAL_BUCKETS = 8  # one request in 8 (by content hash) is held out of the warm start's SFT
 
 
 def make_request(kind: str, rng: random.Random) -> tuple[str, list[tuple[str, dict]]]:
@@ -80,25 +79,16 @@ def make_prompt(request: str) -> list[dict]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": request}]
 
 
-def _is_eval(request: str) -> bool:
-    return int(hashlib.sha1(request.encode()).hexdigest(), 16) % EVAL_BUCKETS == 0
-
-
 def generate_requests(n: int, seed: int = 0, split: str = "train") -> list[dict]:
     """``n`` rows ``{"request", "kind", "calls"}`` from the ``"train"`` or ``"eval"`` split (disjoint by content)."""
-    if split not in ("train", "eval"):
-        raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    rng = random.Random(f"toolcall:{seed}:{split}")
     kinds, weights = zip(*KINDS.items(), strict=True)
-    rows = []
-    while len(rows) < n:
+
+    def draw(rng: random.Random) -> dict:
         kind = rng.choices(kinds, weights)[0]
         request, calls = make_request(kind, rng)
-        if _is_eval(request) == (split == "eval"):
-            rows.append({"request": request, "kind": kind, "calls": calls})
-    return rows
+        return {"request": request, "kind": kind, "calls": calls}
+
+    return draw_split("toolcall", n, seed, split, draw, key=lambda row: row["request"])
 
 
 def load_toolcall_task(n: int, seed: int = 0, split: str = "eval") -> datasets.Dataset:

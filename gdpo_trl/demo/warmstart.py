@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gdpo_trl.data.gsm8k import make_prompt
+from gdpo_trl.demo.splits import check_split, is_held_out
 from gdpo_trl.demo.synthetic import generate_problems
 from gdpo_trl.demo.traces import (  # noqa: F401  (re-exported: part of this module's interface)
     FORMAT_BREAKS,
@@ -67,32 +68,20 @@ class Recipe:
     mix: TraceMix = field(default_factory=TraceMix)
 
 
-# One question in EVAL_BUCKETS (by content hash) is held out for measuring and never trained on: splitting by content
-# keeps train and eval prompts disjoint whatever seeds either side uses.
-EVAL_BUCKETS = 8
-
-
-def _is_eval_question(question: str) -> bool:
-    return int(hashlib.sha1(question.encode()).hexdigest(), 16) % EVAL_BUCKETS == 0
-
-
 def warmstart_problems(n: int, seed: int = 0, *, split: str = "train", recipe: Recipe | None = None) -> list[dict]:
     """``n`` problems (rows of :func:`generate_problems`) of the recipe's kind, from its ``"train"`` or ``"eval"`` split.
 
     Rows are drawn in rounds and kept by split. Questions repeat within a split (``buy_items`` with factors up to 7
     has about 2,000 distinct ones) but never across splits.
     """
-    if split not in ("train", "eval"):
-        raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
+    check_split(n, split)  # held out by question (gdpo_trl.demo.splits): never trained on, whatever the seeds
     recipe = recipe or Recipe()
     rows = []
     for round_ in itertools.count():
         batch = generate_problems(
             4096, seed=_round_seed(seed, round_), templates=recipe.templates, max_operand=recipe.max_factor
         )
-        rows += [row for row in batch if _is_eval_question(row["question"]) == (split == "eval")]
+        rows += [row for row in batch if is_held_out(row["question"]) == (split == "eval")]
         if len(rows) >= n:
             return rows[:n]
 
