@@ -149,7 +149,8 @@ def plot_comparison(
     from matplotlib.figure import Figure
 
     panels = [n for n in reward_names if any(reward_key(n) in c.values for c in curves)] + ["reward"] * total
-    columns = min(len(panels), 3)  # more panels wrap onto further rows, so the figure stays readable on a page
+    # One row of up to three panels; more wrap onto further rows (four as 2 x 2), so the figure stays readable.
+    columns = 2 if len(panels) == 4 else min(len(panels), 3)
     rows = -(-len(panels) // columns)
     fig = Figure(figsize=(4.2 * columns, 3.6 * rows), layout="constrained")
     grid = fig.subplots(rows, columns, squeeze=False)

@@ -274,7 +274,8 @@ SOURCES = [
     ("docs/results/README.md", r"### H6,", [study("agent")]),
     ("docs/results/README.md", r"### H6b", [study("agent_midrange")]),
     ("docs/results/README.md", r"Addendum.*H6c", [study("agent_midrange")]),  # quotes H6b's diagnostics
-    ("docs/agents.md", r"Does GDPO beat GRPO here", [study("agent_midrange"), study("agent")]),
+    ("docs/results/README.md", r"### H6c", [study("agent_scale6")]),
+    ("docs/agents.md", r"Does GDPO beat GRPO here", [study("agent_midrange"), study("agent"), study("agent_scale6")]),
     ("docs/agents.md", r"The shop task|Two tasks in one run", [agent_demo]),
 ]
 

@@ -10,14 +10,14 @@ LOGS = RESULTS / "logs"
 # Each study with the seed_study.py flags its tables were written with.
 STUDIES = {
     "toolcall": [], "gsm8k_style": [], "length": [], "scale6": ["--no-total"], "process": ["--no-total"], "agent": [],
-    "agent_midrange": [],
+    "agent_midrange": [], "agent_scale6": ["--no-total"],
 }
 PILOTS = {"pilot_toolcall": ["--pilot"], "pilot_gsm8k_style": ["--pilot"]}  # part 1's one look, one seed per method
 # The studies whose raw logs (each run's log_history and the command) are committed as docs/results/logs/<task>.json.gz
 # and recompute every table. The others' tables are recomputed from their per-run rows (<task>.json) only: their
 # re-run had not finished when the logs were collected (see docs/results/README.md, part 2).
 LOGGED = [
-    "gsm8k_style", "toolcall", "length", "scale6", "process", "agent", "agent_midrange",
+    "gsm8k_style", "toolcall", "length", "scale6", "process", "agent", "agent_midrange", "agent_scale6",
     "pilot_toolcall", "pilot_gsm8k_style",
 ]
 OTHER_LOGS = ["compare"]  # README's gdpo compare table
