@@ -59,7 +59,7 @@ def main() -> None:
     env["GDPO_TRL_CACHE"] = str(cache)
     engines = dict(ENGINES)
     if args.vllm:
-        from gdpo_trl.demo.tiny import save_tiny_model
+        from gdpo_trl.models.tiny import save_tiny_model
 
         engines["vLLM colocate"] = vllm_engine(save_tiny_model(workdir / "vllm-model", "vllm"), workdir / "vllm-cache")
 

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import torch
 
-    from gdpo_trl.demo.qwen import qwen_tokenizer
+    from gdpo_trl.models.qwen import qwen_tokenizer
     from gdpo_trl.trainer.process_rewards import ProcessRewardSlot
     from gdpo_trl.trainer.token_rewards import local_step_rewards
 

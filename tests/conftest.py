@@ -20,7 +20,7 @@ def model_cache():
     tests reuse the warm start that ``make demo`` built, and a build here serves the demo too. Builds are keyed by
     their recipe and written atomically under a lock, so a test never sees a half-built model, and two sessions
     wait for one build. Tests of building itself use a folder under tmp instead."""
-    from gdpo_trl.demo.builtins import cache_dir
+    from gdpo_trl.models.builtins import cache_dir
 
     return cache_dir()
 

@@ -1,8 +1,8 @@
 """Plugins: ``builtin:`` model names and named data sources that other packages register with entry points.
 
-The offline demo (:mod:`gdpo_trl.demo`) is one such package: it registers ``builtin:tiny``, ``builtin:warmstart`` and
-the ``synthetic``/``warmstart``/``toolcall`` data sources in gdpo-trl's own ``pyproject.toml``. Nothing in gdpo-trl
-imports the demo: a name is looked up here and its entry point loaded when first asked for. A third-party package
+gdpo-trl's own built-in models (:mod:`gdpo_trl.models`) and study tasks (:mod:`gdpo_trl.tasks`) are registered this
+way: ``builtin:tiny``, ``builtin:warmstart`` and the ``synthetic``/``warmstart``/``toolcall`` data sources, in
+gdpo-trl's own ``pyproject.toml``. Nothing below them imports them: a name is looked up here and its entry point loaded when first asked for. A third-party package
 adds its own the same way, in its ``pyproject.toml``::
 
     [project.entry-points."gdpo_trl.models"]

@@ -4,12 +4,12 @@ A source is a name; everything else is a parameter::
 
     load_source("gsm8k", split="test")                       # openai/gsm8k from the Hub
     load_source("sample")                                    # the GSM8K-style sample shipped with the package
-    load_source("synthetic", size=200, seed=3)               # generated word problems (gdpo_trl.demo.synthetic)
+    load_source("synthetic", size=200, seed=3)               # generated word problems (gdpo_trl.tasks.synthetic)
     load_source("warmstart", size=64, split="test")          # problems of the kind builtin:warmstart was trained on
     load_source("data/train.jsonl")                          # a local .json/.jsonl/.parquet file or dataset folder
     load_source("my-org/my-gsm8k", split="train")            # any other name: a Hub dataset id
     load_source("sample", system_prompt="Think, then answer.")  # GSM8K-style rows with another system message
-    load_source("toolcall", size=200, seed=3)                # generated tool-calling requests (gdpo_trl.demo)
+    load_source("toolcall", size=200, seed=3)                # generated tool-calling requests (gdpo_trl.models)
     load_source("toolrl_sample")                             # the ToolRL-format sample shipped with the package
     load_source("toolrl", path="data/rlla_4k/train.parquet") # ToolRL-format rows: a local file, folder or Hub id
 
@@ -26,7 +26,7 @@ never told apart from a GSM8K file by sniffing its columns: a file in the wrong 
 lacks.
 
 The demo's generated sources are plugins (entry points, see :mod:`gdpo_trl.core.plugins`): nothing here imports
-:mod:`gdpo_trl.demo`.
+:mod:`gdpo_trl.models`.
 """
 
 from __future__ import annotations

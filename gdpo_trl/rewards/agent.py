@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward
 
-AGENT_ENVIRONMENT = "shop"  # the `environment` value of the demo's agent rows (gdpo_trl.demo.agent_task)
+AGENT_ENVIRONMENT = "shop"  # the `environment` value of the demo's agent rows (gdpo_trl.tasks.agent_task)
 ANSWER = re.compile(r"<answer>\s*(-?\d+)\s*</answer>")
 EXACT_ANSWER = re.compile(r"<answer>-?\d+</answer>")
 
@@ -133,6 +133,6 @@ def for_environment(reward: Callable, name: str, label: str) -> ForEnvironment:
     return ForEnvironment(reward, name, label)
 
 
-# The GSM8K-style rewards, scoped to the `arith` rows of the mixed agent run (gdpo_trl.demo.agent_task).
+# The GSM8K-style rewards, scoped to the `arith` rows of the mixed agent run (gdpo_trl.tasks.agent_task).
 arith_format = for_environment(format_reward, "arith", "arith_format")
 arith_correctness = for_environment(correctness_reward, "arith", "arith_correctness")

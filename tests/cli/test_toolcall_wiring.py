@@ -110,10 +110,10 @@ def test_gdpo_eval_system_prompt_and_tool_sources(tmp_path, capsys, tiny_model_p
 
 
 def test_builtin_toolcall_warmstart_is_built_once_by_its_module(tmp_path, monkeypatch):
-    """resolve_model runs `python -m gdpo_trl.demo.toolcall_task PATH --seed N --threads N` in a child process into
+    """resolve_model runs `python -m gdpo_trl.tasks.toolcall_task PATH --seed N --threads N` in a child process into
     a cache folder keyed by name, recipe and seed, then reuses it (the child is replaced by a fake build here)."""
     from gdpo_trl.core.plugins import resolve_model
-    from gdpo_trl.demo import builtins as tiny
+    from gdpo_trl.models import builtins as tiny
 
     calls = []
 
@@ -125,9 +125,9 @@ def test_builtin_toolcall_warmstart_is_built_once_by_its_module(tmp_path, monkey
     monkeypatch.setattr(tiny, "_run_isolated", fake_child)
     path = Path(resolve_model("builtin:toolcall_warmstart@3"))
     assert resolve_model("builtin:toolcall_warmstart@3") == str(path)  # cached: no second build
-    assert len(calls) == 1 and calls[0][:2] == ["-m", "gdpo_trl.demo.toolcall_task"]
+    assert len(calls) == 1 and calls[0][:2] == ["-m", "gdpo_trl.tasks.toolcall_task"]
     assert calls[0][3:5] == ["--seed", "3"] and calls[0][5] == "--threads"
     assert path.parent == tmp_path and path.name.startswith("toolcall_warmstart-seed3-")
     assert (path / "config.json").exists()
     warm = Path(resolve_model("builtin:warmstart@3"))  # the GSM8K warm start: its own module and key
-    assert calls[1][:2] == ["-m", "gdpo_trl.demo.warmstart"] and warm.name.startswith("warmstart-seed3-")
+    assert calls[1][:2] == ["-m", "gdpo_trl.tasks.warmstart"] and warm.name.startswith("warmstart-seed3-")

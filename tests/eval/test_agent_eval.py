@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from gdpo_trl.demo.agent_task import MIX_FACTORIES, ShopEnv, build_tokenizer
+from gdpo_trl.tasks.agent_task import MIX_FACTORIES, ShopEnv, build_tokenizer
 from gdpo_trl.eval.agent import rollout, run_tool_calls, score_episodes
 from gdpo_trl.eval.scoring import reward_funcs
 from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
@@ -102,7 +102,7 @@ def test_turn_limit_and_mixed_environments_with_rewards_that_do_not_apply():
 def test_tool_errors_reach_the_model_and_a_tokenizer_without_template_is_refused():
     messages = run_tool_calls([{"function": {"name": "nope", "arguments": {}}}], {})
     assert messages == [{"role": "tool", "name": "nope", "content": "{'error': 'Tool nope not found.'}"}]
-    from gdpo_trl.demo.tiny import build_tokenizer as plain
+    from gdpo_trl.models.tiny import build_tokenizer as plain
 
     with pytest.raises(EvaluationInputError, match="response template"):
         rollout(None, plain(), [], ShopEnv, GenerationSettings(n=1, temperature=1.0), progress=False)

@@ -141,7 +141,7 @@ def writes(command: str, root: Path = ROOT) -> list[str]:
         return [flag(tokens, "--output_file") or flag(tokens, "--out") or "outputs/runs.png"]
     if tokens[:2] == ["python", "scripts/advantage_groups.py"]:
         return [flag(tokens, "--out") or "outputs/advantage_groups.png"]
-    if tokens[:3] == ["python", "-m", "gdpo_trl.demo.toolcall_task"]:
+    if tokens[:3] == ["python", "-m", "gdpo_trl.tasks.toolcall_task"]:
         return tokens[3:4]
     if tokens[:1] == ["make"]:
         return [path for target in tokens[1:] for path in MAKE_WRITES.get(target, [])]

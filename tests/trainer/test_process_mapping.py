@@ -44,7 +44,7 @@ ADDED = ["<tool_call>", "</tool_call>"]  # kept
 
 @pytest.fixture(scope="module")
 def qwen(model_cache):
-    from gdpo_trl.demo.qwen import qwen_tokenizer
+    from gdpo_trl.models.qwen import qwen_tokenizer
 
     return qwen_tokenizer()
 
@@ -159,7 +159,7 @@ def _alphabet():
 
 
 def test_demo_character_tokenizer():
-    from gdpo_trl.demo.tiny import build_tokenizer
+    from gdpo_trl.models.tiny import build_tokenizer
 
     tokenizer = build_tokenizer()
     rng = random.Random(5)

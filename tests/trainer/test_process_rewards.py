@@ -267,7 +267,7 @@ def test_equations_is_a_registered_process_reward_on_conversational_completions(
 def test_equations_score_the_warm_start_traces():
     import random
 
-    from gdpo_trl.demo.warmstart import make_trace, warmstart_problems
+    from gdpo_trl.tasks.warmstart import make_trace, warmstart_problems
     from gdpo_trl.rewards.equations import equations_reward
 
     rng = random.Random(0)

@@ -14,9 +14,9 @@ from gdpo_trl.data.sources import (
 )
 from gdpo_trl.data.toolrl import SAMPLE_PATH as TOOLRL_SAMPLE_PATH
 from gdpo_trl.data.toolrl import load_toolrl
-from gdpo_trl.demo.synthetic import load_synthetic
-from gdpo_trl.demo.toolcall_task import load_toolcall_task
-from gdpo_trl.demo.warmstart import load_warmstart_dataset
+from gdpo_trl.tasks.synthetic import load_synthetic
+from gdpo_trl.tasks.toolcall_task import load_toolcall_task
+from gdpo_trl.tasks.warmstart import load_warmstart_dataset
 
 
 def test_names():
@@ -87,13 +87,13 @@ def test_bad_options(name, kw, message):
         load_source(name, **kw)
 
 
-def test_the_core_does_not_import_the_demo():
+def test_the_core_does_not_import_the_plugins():
     import subprocess
     import sys
 
     code = (
         "import sys, gdpo_trl.core.advantages, gdpo_trl.core.diagnostics, gdpo_trl.rewards, gdpo_trl.data, gdpo_trl.data.sources,"
-        " gdpo_trl.eval\nprint(sorted(m for m in sys.modules if m.startswith('gdpo_trl.demo')))"
+        " gdpo_trl.eval\nprint(sorted(m for m in sys.modules if m.startswith(('gdpo_trl.tasks', 'gdpo_trl.models'))))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

@@ -1,8 +1,8 @@
 """The package's layers, checked on every import statement (function-level and TYPE_CHECKING ones included).
 
 Each top-level folder of ``gdpo_trl`` is a layer; a module may import its own layer and the ones below it, never one
-above. The demo is a plugin on top (reached through entry points), so nothing but the demo imports it; and the
-import graph between modules has no cycle.
+above. The study tasks and the built-in models are plugins on top (reached through entry points), so nothing below
+them imports them; and the import graph between modules has no cycle.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gdpo_trl"
 # Lowest first: what each layer is for is in README.md ("Layout").
-LAYERS = ["core", "rewards", "data", "trainer", "eval", "recipe", "results", "cli", "demo"]
+LAYERS = ["core", "rewards", "data", "trainer", "eval", "recipe", "results", "cli", "tasks", "models"]
 
 
 def module_name(path: Path) -> str:
@@ -63,9 +63,12 @@ def test_no_module_imports_a_layer_above_its_own():
     assert not wrong, "imports from a layer above:\n" + "\n".join(sorted(wrong))
 
 
-def test_only_the_demo_imports_the_demo():
-    users = sorted(m for m, imported in graph().items() if layer(m) != "demo" and any(layer(t) == "demo" for t in imported))
-    assert not users, f"outside gdpo_trl/demo: {users} import it (use an entry point: gdpo_trl.core.plugins)"
+def test_only_the_plugins_import_the_plugins():
+    plugins = {"tasks", "models"}
+    users = sorted(
+        m for m, imported in graph().items() if layer(m) not in plugins and any(layer(t) in plugins for t in imported)
+    )
+    assert not users, f"outside gdpo_trl/tasks and gdpo_trl/models: {users} import them (use gdpo_trl.core.plugins)"
 
 
 def test_no_import_cycle():

@@ -2,7 +2,7 @@
 
 import random
 
-from gdpo_trl.demo.multistep import MultistepRecipe, multistep_trace, sft_rows, write_rl_data, written_equations
+from gdpo_trl.tasks.multistep import MultistepRecipe, multistep_trace, sft_rows, write_rl_data, written_equations
 from gdpo_trl.rewards.equations import equation_steps
 
 EQUATIONS = [[3, "*", 4, 12], [12, "+", 5, 17]]

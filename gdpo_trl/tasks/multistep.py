@@ -7,9 +7,9 @@ warm start is the same ``mini`` model and SFT, on two-step problems (``multiply_
 :attr:`MultistepRecipe.wrong_step`. A later equation uses the result as written, so a wrong first step makes a
 wrong answer from a right second step: the ``equations`` process reward and the correctness reward then disagree
 about which tokens were at fault, which is what token-level credit is for. Format and integer imperfections are the
-demo's (:class:`gdpo_trl.demo.traces.TraceMix`), with no extra wrong answers: an answer is wrong only through a step.
+demo's (:class:`gdpo_trl.tasks.traces.TraceMix`), with no extra wrong answers: an answer is wrong only through a step.
 
-    python -m gdpo_trl.demo.multistep outputs/models/multistep_warmstart --data outputs/data/multistep_rl.jsonl
+    python -m gdpo_trl.tasks.multistep outputs/models/multistep_warmstart --data outputs/data/multistep_rl.jsonl
 
 writes the model (about 3 minutes on one CPU core) and the RL prompts: held-out problems as a GSM8K-style
 ``.jsonl`` (``question``, ``answer`` ending in ``#### N``), which a recipe names as its ``dataset_name``.
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gdpo_trl.data.gsm8k import make_prompt
-from gdpo_trl.demo.build_cli import build_parser, start_build
-from gdpo_trl.demo.traces import TraceMix, gold_answer, make_trace
-from gdpo_trl.demo.warmstart import Recipe, train_sft, warmstart_problems
+from gdpo_trl.models.build_cli import build_parser, start_build
+from gdpo_trl.tasks.traces import TraceMix, gold_answer, make_trace
+from gdpo_trl.tasks.warmstart import Recipe, train_sft, warmstart_problems
 
 STEP_ERRORS = (1, 2, 3)
 OPERATIONS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a // b}
@@ -33,7 +33,7 @@ OPERATIONS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b
 
 @dataclass(frozen=True)
 class MultistepRecipe(Recipe):
-    """The warm start's SFT: :class:`gdpo_trl.demo.warmstart.Recipe` with more steps, two-step templates and step
+    """The warm start's SFT: :class:`gdpo_trl.tasks.warmstart.Recipe` with more steps, two-step templates and step
     errors."""
 
     steps: int = 800
@@ -94,7 +94,7 @@ def build(path: str | Path, seed: int = 0, recipe: MultistepRecipe | None = None
     import datasets
     import torch
 
-    from gdpo_trl.demo.tiny import build_model, build_tokenizer
+    from gdpo_trl.models.tiny import build_model, build_tokenizer
 
     recipe = recipe or MultistepRecipe()
     torch.manual_seed(seed)

@@ -1,4 +1,4 @@
-"""Tests for gdpo_trl.demo.synthetic: determinism, and every answer recomputed here from the question's numbers."""
+"""Tests for gdpo_trl.tasks.synthetic: determinism, and every answer recomputed here from the question's numbers."""
 
 import os
 import re
@@ -6,7 +6,7 @@ import re
 import pytest
 
 from gdpo_trl.data.gsm8k import SYSTEM_PROMPT
-from gdpo_trl.demo.synthetic import TEMPLATES, generate_problems, load_synthetic
+from gdpo_trl.tasks.synthetic import TEMPLATES, generate_problems, load_synthetic
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

@@ -1,4 +1,4 @@
-"""Qwen2.5's tokenizer built offline (gdpo_trl.demo.qwen): encodings, added tokens, chat template, saving and
+"""Qwen2.5's tokenizer built offline (gdpo_trl.models.qwen): encodings, added tokens, chat template, saving and
 reloading, the model configs, and gdpo train on builtin:qwen2.5-tiny."""
 
 import time
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from gdpo_trl.core.plugins import resolve_model
-from gdpo_trl.demo.qwen import (
+from gdpo_trl.models.qwen import (
     ADDED_TOKENS,
     DEFAULT_SYSTEM,
     SPECIAL_TOKENS,
@@ -153,7 +153,7 @@ def test_tiny_model_builds_once_and_loads(model_cache):
 def test_save_qwen_model_writes_weights_tokenizer_and_stopping_tokens(tmp_path, model_cache):
     import json
 
-    from gdpo_trl.demo.qwen import save_qwen_model
+    from gdpo_trl.models.qwen import save_qwen_model
 
     path = save_qwen_model(tmp_path / "m", "tiny", seed=1)
     names = {p.name for p in path.iterdir()}

@@ -7,12 +7,12 @@ normalization matters. Requests are short and templated (``weather in Oslo in C`
 and Lima``, ``thanks``) so that a character-level model can copy the values; the gold answer of each is computed here
 (and recomputed independently in the tests).
 
-The warm start is the ``mini`` model of :mod:`gdpo_trl.demo.tiny` trained with TRL's ``SFTTrainer`` (the settings of
-:mod:`gdpo_trl.demo.warmstart`) on traces with imperfections drawn on purpose: a broken layout half of the time, a wrong
+The warm start is the ``mini`` model of :mod:`gdpo_trl.models.tiny` trained with TRL's ``SFTTrainer`` (the settings of
+:mod:`gdpo_trl.tasks.warmstart`) on traces with imperfections drawn on purpose: a broken layout half of the time, a wrong
 call half of the time (a wrong value, a missing parameter, a wrong tool, unreadable JSON, a call too few or too
 many), so that sampled at temperature 1 it starts mid-range on both rewards.
-``python -m gdpo_trl.demo.toolcall_task PATH [--seed N]`` builds it; ``resolve_model("builtin:toolcall_warmstart")``
-(:mod:`gdpo_trl.demo.tiny`) builds it once and caches it next to the other built-in models.
+``python -m gdpo_trl.tasks.toolcall_task PATH [--seed N]`` builds it; ``resolve_model("builtin:toolcall_warmstart")``
+(:mod:`gdpo_trl.models.tiny`) builds it once and caches it next to the other built-in models.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gdpo_trl.demo.splits import draw_split
+from gdpo_trl.tasks.splits import draw_split
 from gdpo_trl.rewards.toolcall import tool_correctness, tool_format
 
 if TYPE_CHECKING:
@@ -189,8 +189,8 @@ def build_toolcall_warmstart(path: str | Path, seed: int = 0, recipe: ToolcallRe
     import torch
     from trl import SFTTrainer
 
-    from gdpo_trl.demo.tiny import build_model, build_tokenizer
-    from gdpo_trl.demo.warmstart import sft_config
+    from gdpo_trl.models.tiny import build_model, build_tokenizer
+    from gdpo_trl.tasks.warmstart import sft_config
 
     start = time.perf_counter()
     recipe = recipe or ToolcallRecipe()
@@ -230,7 +230,7 @@ def measure_rewards(model_path: str, num_prompts: int = 64, num_samples: int = 4
 
 
 def main(argv: list[str] | None = None) -> None:
-    from gdpo_trl.demo.build_cli import build_parser, start_build
+    from gdpo_trl.models.build_cli import build_parser, start_build
 
     parser = build_parser("Build the tool-call warm start into PATH.")
     parser.add_argument("--measure", action="store_true", help="print the starting rewards after building")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.core.plugins import resolve_model
-from gdpo_trl.demo.tiny import build_tokenizer
+from gdpo_trl.models.tiny import build_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 

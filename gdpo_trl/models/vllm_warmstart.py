@@ -1,16 +1,16 @@
-"""``builtin:vllm_warmstart``: the SFT warm start of :mod:`gdpo_trl.demo.warmstart` in the shape vLLM's CPU backend
+"""``builtin:vllm_warmstart``: the SFT warm start of :mod:`gdpo_trl.tasks.warmstart` in the shape vLLM's CPU backend
 loads, so runs that generate with vLLM start from a policy with rewards to learn from.
 
-Why: ``builtin:vllm`` (a random model of :data:`gdpo_trl.demo.tiny.ARCHITECTURES`) never emits a tag, so the
+Why: ``builtin:vllm`` (a random model of :data:`gdpo_trl.models.tiny.ARCHITECTURES`) never emits a tag, so the
 format, correctness and integer rewards are 0 for every sample, every advantage is 0 and a GDPO step changes
 nothing: a vLLM run on it cannot show that training reaches the engine through the rewards. ``builtin:warmstart``
 scores mid-range but has tied embeddings (a vLLM weight reload leaves them stale) on the ``mini`` architecture. This
 one trains the ``vllm`` architecture (attention heads of 32, untied embeddings) with the same recipe, traces and
-SFT loop (:func:`gdpo_trl.demo.warmstart.build_warmstart`); only the architecture differs.
+SFT loop (:func:`gdpo_trl.tasks.warmstart.build_warmstart`); only the architecture differs.
 
-Built once per machine into the model cache (:func:`gdpo_trl.demo.builtins.cache_dir`), in a child process as the
+Built once per machine into the model cache (:func:`gdpo_trl.models.builtins.cache_dir`), in a child process as the
 other warm starts are (same cache key scheme, lock and atomic rename). Here: :func:`build_builtin_vllm_warmstart`
-(the entry point) and ``python -m gdpo_trl.demo.vllm_warmstart PATH [--seed N] [--steps N]``.
+(the entry point) and ``python -m gdpo_trl.models.vllm_warmstart PATH [--seed N] [--steps N]``.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import json
 import sys
 from pathlib import Path
 
-from gdpo_trl.demo.build_cli import builder_main
-from gdpo_trl.demo.builtins import _build_id, _cached_build, _run_isolated, cache_dir
-from gdpo_trl.demo.tiny import ARCHITECTURES
-from gdpo_trl.demo.warmstart import Recipe, build_warmstart
+from gdpo_trl.models.build_cli import builder_main
+from gdpo_trl.models.builtins import _build_id, _cached_build, _run_isolated, cache_dir
+from gdpo_trl.models.tiny import ARCHITECTURES
+from gdpo_trl.tasks.warmstart import Recipe, build_warmstart
 
 NAME = "vllm_warmstart"
 ARCHITECTURE = "vllm"
@@ -36,7 +36,7 @@ def recipe(steps: int | None = None) -> Recipe:
 
 
 def _build_isolated(path: Path, seed: int) -> None:
-    """Train in a child process (why: :func:`gdpo_trl.demo.builtins._build_warm_start_isolated`), showing progress."""
+    """Train in a child process (why: :func:`gdpo_trl.models.builtins._build_warm_start_isolated`), showing progress."""
     import torch
 
     threads = torch.get_num_threads()
@@ -64,7 +64,7 @@ def build_builtin_vllm_warmstart(name: str, seed: int = 0) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m gdpo_trl.demo.vllm_warmstart PATH [--seed N] [--steps N]``: how the entry point builds it."""
+    """``python -m gdpo_trl.models.vllm_warmstart PATH [--seed N] [--steps N]``: how the entry point builds it."""
     banner = f"builtin:{NAME}: loading TRL (about 10 s), then a progress bar per stage"
     builder_main(argv, __doc__, banner, recipe, build_warmstart)
 

@@ -26,7 +26,7 @@ import os
 import shutil
 from pathlib import Path
 
-from gdpo_trl.demo.builtins import _build_lock, _cached_build, _run_isolated, cache_dir
+from gdpo_trl.models.builtins import _build_lock, _cached_build, _run_isolated, cache_dir
 
 PREFIX = "qwen2.5-"  # builtin:qwen2.5-<size>[@seed]
 # Qwen's pre-tokenization pattern (a fact about its tokenizer): note \p{N} alone, so every digit is its own token.
@@ -258,7 +258,7 @@ def _build(path: Path, size: str, seed: int) -> None:
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
-        code = f"from gdpo_trl.demo.qwen import save_qwen_model; save_qwen_model({str(path)!r}, {size!r}, {seed})"
+        code = f"from gdpo_trl.models.qwen import save_qwen_model; save_qwen_model({str(path)!r}, {size!r}, {seed})"
         _run_isolated(["-c", code], f"builtin:{PREFIX}{size}")
     else:
         save_qwen_model(path, size, seed)

@@ -1,8 +1,8 @@
 """The demo's ``builtin:`` models, built once per machine into a cache: the entry point behind each name.
 
 ``resolve_model("builtin:NAME@SEED")`` (:mod:`gdpo_trl.core.plugins`) calls :func:`build_builtin`: a random model of
-:data:`gdpo_trl.demo.tiny.ARCHITECTURES`, or an SFT warm start (:mod:`gdpo_trl.demo.warmstart`,
-:mod:`gdpo_trl.demo.toolcall_task`) trained in a child process. Builds are keyed by what determines the weights,
+:data:`gdpo_trl.models.tiny.ARCHITECTURES`, or an SFT warm start (:mod:`gdpo_trl.tasks.warmstart`,
+:mod:`gdpo_trl.tasks.toolcall_task`) trained in a child process. Builds are keyed by what determines the weights,
 written next to their target and renamed into place, under a lock, so an interrupted or concurrent build never
 leaves a half-written model.
 """
@@ -16,18 +16,18 @@ import os
 import shutil
 from pathlib import Path
 
-from gdpo_trl.demo.build_lock import build_lock as _build_lock  # waits, saying for what and how long
-from gdpo_trl.demo.tiny import ARCHITECTURES, BUILD_VERSION, CHAT_TEMPLATE, SPECIAL_TOKENS, TAGS, save_tiny_model
+from gdpo_trl.models.build_lock import build_lock as _build_lock  # waits, saying for what and how long
+from gdpo_trl.models.tiny import ARCHITECTURES, BUILD_VERSION, CHAT_TEMPLATE, SPECIAL_TOKENS, TAGS, save_tiny_model
 
-WARMSTART = "warmstart"  # builtin:warmstart, the SFT warm start of gdpo_trl.demo.warmstart
-TOOLCALL_WARMSTART = "toolcall_warmstart"  # builtin:toolcall_warmstart, of gdpo_trl.demo.toolcall_task
-AGENT_WARMSTART = "agent_warmstart"  # builtin:agent_warmstart, of gdpo_trl.demo.agent_task
+WARMSTART = "warmstart"  # builtin:warmstart, the SFT warm start of gdpo_trl.tasks.warmstart
+TOOLCALL_WARMSTART = "toolcall_warmstart"  # builtin:toolcall_warmstart, of gdpo_trl.tasks.toolcall_task
+AGENT_WARMSTART = "agent_warmstart"  # builtin:agent_warmstart, of gdpo_trl.tasks.agent_task
 # Built-in models trained with SFT on first use -> the module that builds one (`python -m MODULE PATH --seed N
 # --threads N`, writing warmstart.json with its build_seconds) and holds its recipe.
 WARM_STARTS = {
-    WARMSTART: "gdpo_trl.demo.warmstart",
-    TOOLCALL_WARMSTART: "gdpo_trl.demo.toolcall_task",
-    AGENT_WARMSTART: "gdpo_trl.demo.agent_task",
+    WARMSTART: "gdpo_trl.tasks.warmstart",
+    TOOLCALL_WARMSTART: "gdpo_trl.tasks.toolcall_task",
+    AGENT_WARMSTART: "gdpo_trl.tasks.agent_task",
 }
 
 def cache_dir() -> Path:
@@ -138,7 +138,7 @@ def _build_tiny(path: Path, architecture: str, seed: int) -> None:
 
     if dist.is_available() and dist.is_initialized():
         code = (
-            f"from gdpo_trl.demo.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
+            f"from gdpo_trl.models.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
         )
         _run_isolated(["-c", code], f"builtin:{architecture}")
     else:
@@ -150,8 +150,8 @@ def build_builtin(name: str, seed: int = 0) -> str:
     ``builtin:`` name of the demo (see :func:`gdpo_trl.core.plugins.resolve_model`, which parses ``builtin:NAME@SEED``).
 
     ``tiny``, ``mini``, ``small``, ``base`` and ``vllm`` are random models of :data:`ARCHITECTURES`;
-    ``warmstart`` trains the SFT warm start of :mod:`gdpo_trl.demo.warmstart` on first use (minutes on a CPU),
-    ``toolcall_warmstart`` the tool-calling task's (:mod:`gdpo_trl.demo.toolcall_task`).
+    ``warmstart`` trains the SFT warm start of :mod:`gdpo_trl.tasks.warmstart` on first use (minutes on a CPU),
+    ``toolcall_warmstart`` the tool-calling task's (:mod:`gdpo_trl.tasks.toolcall_task`).
     """
     if name in WARM_STARTS:
         recipe = _warm_start_recipe(name)
@@ -159,7 +159,7 @@ def build_builtin(name: str, seed: int = 0) -> str:
         target = cache_dir() / f"{name}-seed{seed}-{build_id}"
         return str(_cached_build(target, lambda tmp: _build_warm_start_isolated(tmp, name, seed)))
     if name not in ARCHITECTURES:
-        raise ValueError(f"{name!r} is not a built-in model of gdpo_trl.demo: {sorted([*ARCHITECTURES, *WARM_STARTS])}")
+        raise ValueError(f"{name!r} is not a built-in model of gdpo_trl.models: {sorted([*ARCHITECTURES, *WARM_STARTS])}")
     target = cache_dir() / f"{name}-seed{seed}-{_build_id(ARCHITECTURES[name], seed)}"
     return str(_cached_build(target, lambda tmp: _build_tiny(tmp, name, seed)))
 
@@ -167,13 +167,13 @@ def build_builtin(name: str, seed: int = 0) -> str:
 def _warm_start_recipe(name: str):
     """The default recipe of warm start ``name``: with the seed, it determines the weights (hence the cache key)."""
     if name == TOOLCALL_WARMSTART:
-        from gdpo_trl.demo.toolcall_task import ToolcallRecipe
+        from gdpo_trl.tasks.toolcall_task import ToolcallRecipe
 
         return ToolcallRecipe()
     if name == AGENT_WARMSTART:
-        from gdpo_trl.demo.agent_task import AgentRecipe
+        from gdpo_trl.tasks.agent_task import AgentRecipe
 
         return AgentRecipe()
-    from gdpo_trl.demo.warmstart import Recipe
+    from gdpo_trl.tasks.warmstart import Recipe
 
     return Recipe()

@@ -7,11 +7,11 @@ answer ``<answer>N</answer>``: three assistant turns, two calls. :class:`ShopEnv
 ``GRPOTrainer(environment_factory=...)`` instantiates per rollout; its ``get_reward`` (the share of its tool calls
 that did not fail) is an environment-owned reward next to the rewards of :mod:`gdpo_trl.rewards.agent`.
 
-The policy is the ``mini`` model of :mod:`gdpo_trl.demo.tiny` with a chat template that renders tools, calls and tool
+The policy is the ``mini`` model of :mod:`gdpo_trl.models.tiny` with a chat template that renders tools, calls and tool
 answers compactly, and a ``response_template`` that TRL's ``parse_response`` reads calls with (both saved with the
 tokenizer). Its warm start (``builtin:agent_warmstart``) is SFT on flawed episodes: skipped lookups, wrong items,
 extra calls, wrong copies, unreadable calls and broken answers, drawn so that every reward starts mid-range; a share
-of GSM8K-style traces (:mod:`gdpo_trl.demo.warmstart`'s) lets the same model serve the mixed run, where
+of GSM8K-style traces (:mod:`gdpo_trl.tasks.warmstart`'s) lets the same model serve the mixed run, where
 :class:`ArithEnv` rows (no tools) sit next to shop rows.
 """
 
@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gdpo_trl.demo.splits import draw_split
+from gdpo_trl.tasks.splits import draw_split
 from gdpo_trl.rewards.agent import AGENT_ENVIRONMENT
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def load_agent_mix(n: int, seed: int = 0, split: str = "eval") -> datasets.Datas
     """``n`` rows, alternating shop episodes (``environment: shop``) and GSM8K-style problems (``arith``)."""
     import datasets
 
-    from gdpo_trl.demo.warmstart import load_warmstart_dataset
+    from gdpo_trl.tasks.warmstart import load_warmstart_dataset
 
     shop = load_agent_task((n + 1) // 2, seed, split).to_list()
     arith = load_warmstart_dataset(n // 2, seed, split=split).to_list()
@@ -261,10 +261,10 @@ def make_trace(episode: dict, rng: random.Random, recipe: AgentRecipe | None = N
 
 
 def build_tokenizer(call_tokens: tuple[str, ...] = CALL_TOKENS):
-    """The character-level tokenizer of :mod:`gdpo_trl.demo.tiny` with the tool-call tags and ``call_tokens``, the
+    """The character-level tokenizer of :mod:`gdpo_trl.models.tiny` with the tool-call tags and ``call_tokens``, the
     tool-rendering chat template and the response template (saved with it, so a loaded model parses calls the same
     way)."""
-    from gdpo_trl.demo.tiny import build_tokenizer as tiny_tokenizer
+    from gdpo_trl.models.tiny import build_tokenizer as tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     # Ordinary tokens, kept when decoding, like the <think>/<answer> tags; matched longest first, so `": "` wins over
@@ -286,9 +286,9 @@ def sft_dataset(n: int, seed: int, tokenizer, recipe: AgentRecipe | None = None)
     rendered exactly as TRL renders it in RL (with the shop's tools for a shop row, none for an arith row)."""
     import datasets
 
-    from gdpo_trl.demo.traces import make_trace as arith_trace
-    from gdpo_trl.demo.warmstart import Recipe, warmstart_problems
-    from gdpo_trl.demo.warmstart import make_prompt as arith_prompt
+    from gdpo_trl.tasks.traces import make_trace as arith_trace
+    from gdpo_trl.tasks.warmstart import Recipe, warmstart_problems
+    from gdpo_trl.tasks.warmstart import make_prompt as arith_prompt
 
     recipe = recipe or AgentRecipe()
     rng = random.Random(seed)
@@ -318,8 +318,8 @@ def train_agent_warmstart(path, seed: int = 0, recipe: AgentRecipe | None = None
     """SFT the ``mini`` model on flawed episodes (one epoch of ``steps`` batches); save it to ``path``."""
     import torch
 
-    from gdpo_trl.demo.tiny import build_model
-    from gdpo_trl.demo.warmstart import train_sft
+    from gdpo_trl.models.tiny import build_model
+    from gdpo_trl.tasks.warmstart import train_sft
 
     recipe = recipe or AgentRecipe()
     torch.manual_seed(seed)
@@ -331,14 +331,14 @@ def train_agent_warmstart(path, seed: int = 0, recipe: AgentRecipe | None = None
 
 def build_agent_warmstart(path, seed: int = 0, recipe: AgentRecipe | None = None, *, measure: bool = True):
     """Train the warm start into ``path`` and record it (``warmstart.json``: recipe, build time)."""
-    from gdpo_trl.demo.warmstart import build_and_record
+    from gdpo_trl.tasks.warmstart import build_and_record
 
     # Its starting rewards come from a multi-turn rollout (gdpo eval --dataset agent), not the GSM8K measurement.
     return build_and_record(path, seed, recipe or AgentRecipe(), train_agent_warmstart, measure=False)
 
 
 def main(argv: list[str] | None = None) -> None:
-    from gdpo_trl.demo.build_cli import builder_main
+    from gdpo_trl.models.build_cli import builder_main
 
     banner = "agent warm start: loading TRL (about 10 s), then SFT with a progress bar"
     builder_main(argv, __doc__, banner, AgentRecipe, build_agent_warmstart)

@@ -1,4 +1,4 @@
-"""builtin:qwen2.5-warmstart (gdpo_trl.demo.qwen_warmstart): its examples, its completion-only loss, a short build,
+"""builtin:qwen2.5-warmstart (gdpo_trl.models.qwen_warmstart): its examples, its completion-only loss, a short build,
 and how the name resolves. The full build (minutes) is not run here."""
 
 import json
@@ -7,18 +7,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from gdpo_trl.demo.qwen_warmstart import QwenRecipe, build, completion_loss, resolve_warmstart, tokenized_examples
+from gdpo_trl.models.qwen_warmstart import QwenRecipe, build, completion_loss, resolve_warmstart, tokenized_examples
 
 
 @pytest.fixture(scope="module")
 def tokenizer(model_cache):
-    from gdpo_trl.demo.qwen import qwen_tokenizer
+    from gdpo_trl.models.qwen import qwen_tokenizer
 
     return qwen_tokenizer()
 
 
 def test_examples_are_the_rl_prompt_then_the_trace_and_eos(tokenizer):
-    from gdpo_trl.demo.warmstart import sft_dataset
+    from gdpo_trl.tasks.warmstart import sft_dataset
 
     recipe = QwenRecipe()
     examples = tokenized_examples(tokenizer, 4, 0, recipe)
@@ -33,7 +33,7 @@ def test_examples_are_the_rl_prompt_then_the_trace_and_eos(tokenizer):
 def test_completion_loss_is_cross_entropy_on_completion_tokens_only(tokenizer):
     from transformers import Qwen2ForCausalLM
 
-    from gdpo_trl.demo.qwen import qwen_config
+    from gdpo_trl.models.qwen import qwen_config
 
     torch.manual_seed(0)
     model = Qwen2ForCausalLM(qwen_config("tiny"))
@@ -61,7 +61,7 @@ def test_short_build_saves_a_loadable_model(tmp_path, tokenizer):
 
 def test_name_resolves_to_a_seeded_cache_folder(monkeypatch, tmp_path):
     from gdpo_trl.core.plugins import resolve_model
-    from gdpo_trl.demo import builtins
+    from gdpo_trl.models import builtins
 
     monkeypatch.setenv("GDPO_TRL_CACHE", str(tmp_path))
     monkeypatch.setattr(builtins, "_cached_build", lambda target, build: target)  # no build here

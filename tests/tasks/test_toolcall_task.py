@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from gdpo_trl.demo.toolcall_task import (
+from gdpo_trl.tasks.toolcall_task import (
     CALL_ERRORS,
     CITIES,
     FORMAT_BREAKS,
@@ -114,8 +114,8 @@ def test_trace_mix_starts_mid_range():
 
 
 def test_sft_examples_end_with_eos_and_tool_tags_are_single_tokens():
-    from gdpo_trl.demo.tiny import build_tokenizer
-    from gdpo_trl.demo.toolcall_task import TOOL_TAGS
+    from gdpo_trl.models.tiny import build_tokenizer
+    from gdpo_trl.tasks.toolcall_task import TOOL_TAGS
 
     tokenizer = build_tokenizer()
     tokenizer.add_tokens(TOOL_TAGS)
@@ -140,7 +140,7 @@ def test_short_build_in_a_child_process(tmp_path):
 
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-    command = [sys.executable, "-m", "gdpo_trl.demo.toolcall_task", str(tmp_path / "ws"), "--steps", "2"]
+    command = [sys.executable, "-m", "gdpo_trl.tasks.toolcall_task", str(tmp_path / "ws"), "--steps", "2"]
     subprocess.run(command, env=env, check=True, capture_output=True)
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "ws")
     assert len(tokenizer("<tool_call>", add_special_tokens=False)["input_ids"]) == 1

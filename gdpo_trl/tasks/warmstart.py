@@ -2,7 +2,7 @@
 
 Why: GRPO/GDPO learn only from reward differences within a group of samples. A randomly initialised model never
 emits a tag, so every reward is 0 for every sample and there is nothing to learn from. This module trains the
-``mini`` model of :mod:`gdpo_trl.demo.tiny` with TRL's ``SFTTrainer`` on short traces such as
+``mini`` model of :mod:`gdpo_trl.models.tiny` with TRL's ``SFTTrainer`` on short traces such as
 ``<think>3*4=12</think>\\n<answer>12</answer>``, with imperfections mixed in on purpose (broken format, answers off by
 a little, answers written ``12.0`` or ``$12``). Sampled at temperature 1.0 (GRPO's default), the result scores in the
 middle on the format, correctness and integer rewards, so each one has room, and signal, for RL to improve.
@@ -12,7 +12,7 @@ small learns to copy single digits from the question and a small times table in 
 reliably more. :func:`load_warmstart_dataset` gives the same problems for RL.
 
 ``resolve_model("builtin:warmstart")`` builds the model once and caches it. Here: :func:`build_warmstart`,
-:func:`measure_rewards`, and ``python -m gdpo_trl.demo.warmstart PATH [--seed N]``.
+:func:`measure_rewards`, and ``python -m gdpo_trl.tasks.warmstart PATH [--seed N]``.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gdpo_trl.data.gsm8k import make_prompt
-from gdpo_trl.demo.splits import check_split, is_held_out
-from gdpo_trl.demo.synthetic import generate_problems
-from gdpo_trl.demo.traces import (  # noqa: F401  (re-exported: part of this module's interface)
+from gdpo_trl.tasks.splits import check_split, is_held_out
+from gdpo_trl.tasks.synthetic import generate_problems
+from gdpo_trl.tasks.traces import (  # noqa: F401  (re-exported: part of this module's interface)
     FORMAT_BREAKS,
     NON_INTEGER_STYLES,
     TraceMix,
@@ -74,7 +74,7 @@ def warmstart_problems(n: int, seed: int = 0, *, split: str = "train", recipe: R
     Rows are drawn in rounds and kept by split. Questions repeat within a split (``buy_items`` with factors up to 7
     has about 2,000 distinct ones) but never across splits.
     """
-    check_split(n, split)  # held out by question (gdpo_trl.demo.splits): never trained on, whatever the seeds
+    check_split(n, split)  # held out by question (gdpo_trl.tasks.splits): never trained on, whatever the seeds
     recipe = recipe or Recipe()
     rows = []
     for round_ in itertools.count():
@@ -129,7 +129,7 @@ def load_warmstart_dataset(n: int, seed: int = 0, split: str = "eval", recipe: R
 
 def sft_config(output_dir: str, seed: int, recipe: Recipe):
     """TRL's ``SFTConfig`` for a warm start: ``recipe`` needs ``steps``, ``batch_size``, ``learning_rate``,
-    ``lr_scheduler_type`` and ``warmup_steps`` (the tool-call warm start of :mod:`gdpo_trl.demo.toolcall_task` uses it
+    ``lr_scheduler_type`` and ``warmup_steps`` (the tool-call warm start of :mod:`gdpo_trl.tasks.toolcall_task` uses it
     too)."""
     from trl import SFTConfig
 
@@ -158,7 +158,7 @@ def train_warmstart(path: str | Path, seed: int = 0, recipe: Recipe | None = Non
     """SFT a freshly built ``recipe.architecture`` model on flawed traces; save model and tokenizer to ``path``."""
     import torch
 
-    from gdpo_trl.demo.tiny import build_model, build_tokenizer
+    from gdpo_trl.models.tiny import build_model, build_tokenizer
 
     recipe = recipe or Recipe()
     torch.manual_seed(seed)
@@ -268,7 +268,7 @@ def measure_rewards(
 
 
 def main(argv: list[str] | None = None) -> None:
-    from gdpo_trl.demo.build_cli import builder_main
+    from gdpo_trl.models.build_cli import builder_main
 
     banner = "warm start: loading TRL (about 10 s), then a progress bar per stage"
     builder_main(argv, __doc__, banner, Recipe, build_warmstart)

@@ -7,24 +7,24 @@ each naming its environment)."""
 from __future__ import annotations
 
 from gdpo_trl.data.sources import Source, generated_seed, generated_size
-from gdpo_trl.demo.agent_task import MIX_FACTORIES, ShopEnv
+from gdpo_trl.tasks.agent_task import MIX_FACTORIES, ShopEnv
 
 
 def _synthetic(split, size, seed, config, path):
-    from gdpo_trl.demo.synthetic import load_synthetic
+    from gdpo_trl.tasks.synthetic import load_synthetic
 
     return load_synthetic(generated_size(size), generated_seed(seed, split))
 
 
 def _warmstart(split, size, seed, config, path):
-    from gdpo_trl.demo.warmstart import load_warmstart_dataset
+    from gdpo_trl.tasks.warmstart import load_warmstart_dataset
 
     # The warm start's held-out problems (its "eval" split) for RL and evaluation alike: none was an SFT example.
     return load_warmstart_dataset(generated_size(size), generated_seed(seed, split), split="eval")
 
 
 def _toolcall(split, size, seed, config, path):
-    from gdpo_trl.demo.toolcall_task import load_toolcall_task
+    from gdpo_trl.tasks.toolcall_task import load_toolcall_task
 
     # As for `warmstart`: the requests builtin:toolcall_warmstart's SFT never saw, for RL and evaluation alike.
     return load_toolcall_task(generated_size(size), generated_seed(seed, split), split="eval")
@@ -36,13 +36,13 @@ TOOLCALL = Source(_toolcall, generated=True, tools=True)
 
 
 def _agent(split, size, seed, config, path):
-    from gdpo_trl.demo.agent_task import load_agent_task
+    from gdpo_trl.tasks.agent_task import load_agent_task
 
     return load_agent_task(generated_size(size), generated_seed(seed, split), split="eval")
 
 
 def _agent_mix(split, size, seed, config, path):
-    from gdpo_trl.demo.agent_task import load_agent_mix
+    from gdpo_trl.tasks.agent_task import load_agent_mix
 
     return load_agent_mix(generated_size(size), generated_seed(seed, split), split="eval")
 

@@ -1,4 +1,4 @@
-"""Tests for gdpo_trl.demo.warmstart: the flawed-trace generator, the SFT data, and the built warm start's starting rewards.
+"""Tests for gdpo_trl.tasks.warmstart: the flawed-trace generator, the SFT data, and the built warm start's starting rewards.
 
 The warm start is built once per machine by ``resolve_model("builtin:warmstart")`` into the user's model cache (see
 conftest), so ``make demo``, these tests and other test modules asking for it share one build.
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.core.plugins import resolve_model
-from gdpo_trl.demo.tiny import SPECIAL_TOKENS, TAGS, build_tokenizer, save_tiny_model
-from gdpo_trl.demo.warmstart import (
+from gdpo_trl.models.tiny import SPECIAL_TOKENS, TAGS, build_tokenizer, save_tiny_model
+from gdpo_trl.tasks.warmstart import (
     FORMAT_BREAKS,
     NON_INTEGER_STYLES,
     Recipe,
@@ -173,7 +173,7 @@ def test_same_seed_same_weights(tmp_path):
         command = [
             sys.executable,
             "-m",
-            "gdpo_trl.demo.warmstart",
+            "gdpo_trl.tasks.warmstart",
             str(tmp_path / name),
             "--seed",
             "3",

@@ -4,7 +4,7 @@ Why: the Hub is out of reach on CPU CI machines and in offline demos, and no pac
 LM. A character-level tokenizer needs no training data, makes every digit a token of its own (so arithmetic answers
 are easy to produce), and the four GDPO tags are single tokens, so a policy can learn the format in a few steps.
 
-``resolve_model("builtin:tiny")`` (:mod:`gdpo_trl.core.plugins`, through :mod:`gdpo_trl.demo.builtins`) builds
+``resolve_model("builtin:tiny")`` (:mod:`gdpo_trl.core.plugins`, through :mod:`gdpo_trl.models.builtins`) builds
 them once, caches them on disk and returns a path that ``from_pretrained`` loads like any Hub model; a path is needed
 rather than an in-memory model because TRL reloads the reference model from it when ``beta > 0``.
 """
@@ -32,7 +32,7 @@ ARCHITECTURES = {
     "tiny": dict(
         hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
     ),
-    # The warm start's size (gdpo_trl.demo.warmstart): three layers learn to copy numbers from the question within a
+    # The warm start's size (gdpo_trl.tasks.warmstart): three layers learn to copy numbers from the question within a
     # minute of CPU training, where two layers often do not.
     "mini": dict(
         hidden_size=64, intermediate_size=192, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2

@@ -1,7 +1,7 @@
 """Flawed solution traces for the warm start's SFT: a worked answer with imperfections drawn from a :class:`TraceMix`.
 
 A model that imitates these traces starts mid-range on the format, correctness and integer rewards, so RL has room,
-and signal, on each (see :mod:`gdpo_trl.demo.warmstart`).
+and signal, on each (see :mod:`gdpo_trl.tasks.warmstart`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``builtin:qwen2.5-warmstart``: the demo's SFT warm start (:mod:`gdpo_trl.demo.warmstart`) on Qwen2.5's tokenizer.
+"""``builtin:qwen2.5-warmstart``: the demo's SFT warm start (:mod:`gdpo_trl.tasks.warmstart`) on Qwen2.5's tokenizer.
 
 Why: a random model never writes ``<think>``/``<answer>``, so every GSM8K reward is 0 and GRPO/GDPO have nothing to
 learn from. This trains ``builtin:qwen2.5-tiny`` (two layers, Qwen2.5's 151,936-row vocabulary) on the warm start's
@@ -15,7 +15,7 @@ BPE numbers less reliably). ``recipes/cpu/gdpo`` on it for 20 steps (~57 s each:
 against the whole vocabulary on a CPU) raised format 0.44 -> 0.65 and integer 0.44 -> 0.78 (means of the first and
 last five steps); correctness stayed near 0.04.
 
-``python -m gdpo_trl.demo.qwen_warmstart PATH [--seed N] [--steps N] [--threads N] [--no-measure]`` builds one;
+``python -m gdpo_trl.models.qwen_warmstart PATH [--seed N] [--steps N] [--threads N] [--no-measure]`` builds one;
 ``resolve_model("builtin:qwen2.5-warmstart[@seed]")`` builds it once per machine (in a child process) and caches it.
 """
 
@@ -28,7 +28,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gdpo_trl.demo.traces import TraceMix
+from gdpo_trl.tasks.traces import TraceMix
 
 NAME = "qwen2.5-warmstart"
 
@@ -48,8 +48,8 @@ class QwenRecipe:
     mix: TraceMix = field(default_factory=TraceMix)
 
     def problems(self):
-        """The :class:`gdpo_trl.demo.warmstart.Recipe` that draws the same problems and traces."""
-        from gdpo_trl.demo.warmstart import Recipe
+        """The :class:`gdpo_trl.tasks.warmstart.Recipe` that draws the same problems and traces."""
+        from gdpo_trl.tasks.warmstart import Recipe
 
         return Recipe(templates=self.templates, max_factor=self.max_factor, mix=self.mix)
 
@@ -57,7 +57,7 @@ class QwenRecipe:
 def tokenized_examples(tokenizer, n: int, seed: int, recipe: QwenRecipe) -> list[tuple[list[int], list[int]]]:
     """``n`` (prompt ids, completion ids) pairs: the RL prompt as the chat template renders it for generation, and
     one flawed trace followed by ``<|im_end|>`` (where generation should stop)."""
-    from gdpo_trl.demo.warmstart import sft_dataset
+    from gdpo_trl.tasks.warmstart import sft_dataset
 
     dataset = sft_dataset(n, seed, recipe.problems())
     examples = []
@@ -95,7 +95,7 @@ def train(path: str | Path, seed: int = 0, recipe: QwenRecipe | None = None) -> 
     from tqdm.auto import tqdm
     from transformers import AutoTokenizer, Qwen2ForCausalLM
 
-    from gdpo_trl.demo.qwen import qwen_config, qwen_tokenizer_dir, save_with_tokenizer
+    from gdpo_trl.models.qwen import qwen_config, qwen_tokenizer_dir, save_with_tokenizer
 
     recipe = recipe or QwenRecipe()
     tokenizer = AutoTokenizer.from_pretrained(qwen_tokenizer_dir())
@@ -128,7 +128,7 @@ def train(path: str | Path, seed: int = 0, recipe: QwenRecipe | None = None) -> 
 
 def build(path: str | Path, seed: int = 0, recipe: QwenRecipe | None = None, *, measure: bool = True) -> Path:
     """Train into ``path``; record the recipe, build time and (with ``measure``) starting rewards in warmstart.json."""
-    from gdpo_trl.demo.warmstart import build_and_record
+    from gdpo_trl.tasks.warmstart import build_and_record
 
     recipe = recipe or QwenRecipe()
     return build_and_record(path, seed, recipe, train, measure=measure, problems=recipe.problems())
@@ -139,8 +139,8 @@ def resolve_warmstart(seed: int = 0) -> str:
     the training's threads and memory, and a torch.distributed job's ranks, out of this process)."""
     import torch
 
-    from gdpo_trl.demo.builtins import _cached_build, _run_isolated, cache_dir
-    from gdpo_trl.demo.qwen import _COMMON, SIZES, _tokenizer_key
+    from gdpo_trl.models.builtins import _cached_build, _run_isolated, cache_dir
+    from gdpo_trl.models.qwen import _COMMON, SIZES, _tokenizer_key
 
     recipe = QwenRecipe()
     key = [_tokenizer_key(), _COMMON, SIZES[recipe.size], asdict(recipe), seed]
@@ -161,7 +161,7 @@ def build_builtin_qwen_warmstart(name: str, seed: int = 0) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from gdpo_trl.demo.build_cli import builder_main
+    from gdpo_trl.models.build_cli import builder_main
 
     banner = "Qwen2.5 warm start: SFT with a progress bar, then (unless --no-measure) sampling"
     builder_main(argv, __doc__, banner, QwenRecipe, build)

@@ -8,7 +8,7 @@ import re
 import pytest
 from trl.chat_template_utils import is_chat_template_prefix_preserving, parse_response, supports_tool_calling
 
-from gdpo_trl.demo.agent_task import (
+from gdpo_trl.tasks.agent_task import (
     FLAWS,
     ITEMS,
     AgentRecipe,
