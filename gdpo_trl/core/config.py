@@ -72,6 +72,10 @@ class GDPOConfig(GRPOConfig):
         reward_timeout (`float`, *optional*, defaults to `600`):
             Seconds one call of a reward function may take (sync or async) before training stops with an error
             naming it, instead of hanging forever. `None` or `0` waits without limit.
+        tool_timeout (`float`, *optional*, defaults to `60`):
+            Seconds one call of a tool (an environment's method, or a function in `tools`) may take before it is
+            abandoned: the call counts as failed and the model reads the timeout as the tool's result (TRL feeds a
+            tool's error text back to the model). `None` or `0` waits without limit. See `docs/agents.md`.
         overwrite_output_dir (`bool`, *optional*, defaults to `False`):
             `gdpo train` refuses to start in an `output_dir` that holds an earlier run's checkpoints or model unless
             it resumes it (`resume_from_checkpoint`) or this is `True`, which deletes that run's checkpoints and
@@ -118,6 +122,13 @@ class GDPOConfig(GRPOConfig):
         metadata={
             "help": "Seconds one call of a reward function may take (sync or async) before training stops with an "
             "error naming it, instead of hanging. 0 or null: no limit."
+        },
+    )
+    tool_timeout: float | None = field(
+        default=60.0,
+        metadata={
+            "help": "Seconds one tool call may take before it is abandoned and counts as failed (the model reads the "
+            "timeout as the tool's result). 0 or null: no limit."
         },
     )
     overwrite_output_dir: bool = field(
@@ -181,6 +192,15 @@ class GDPOConfig(GRPOConfig):
             check_weight_schedule(self.reward_weights, self.reward_weights_final)
         if self.reward_timeout is not None and not (self.reward_timeout >= 0 and math.isfinite(self.reward_timeout)):
             raise InputError(f"reward_timeout={self.reward_timeout}: give seconds > 0, or 0/null for no limit.")
+        if self.tool_timeout is not None and not (self.tool_timeout >= 0 and math.isfinite(self.tool_timeout)):
+            raise InputError(f"tool_timeout={self.tool_timeout}: give seconds > 0, or 0/null for no limit.")
+        turns = self.max_tool_calling_iterations
+        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 0):
+            # TRL loops `while iteration < max_tool_calling_iterations`: -1 would silently never call a tool.
+            raise InputError(
+                f"max_tool_calling_iterations={turns!r}: give the number of tool-call turns per rollout, a whole "
+                "number >= 0, or null for no limit."
+            )
 
 
 def parse_json_dict(value, name: str) -> dict | None:

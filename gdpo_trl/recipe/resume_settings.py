@@ -40,7 +40,7 @@ APPLIED = (
     "logging_steps", "logging_strategy", "logging_first_step", "logging_nan_inf_filter", "log_level",
     "log_level_replica", "log_on_each_node", "log_completions", "num_completions_to_print", "wandb_log_unique_prompts",
     "disable_tqdm", "report_to", "project", "trackio_space_id", "save_steps", "save_strategy", "save_total_limit",
-    "save_on_each_node", "save_safetensors", "reward_timeout", "cpu_threads", "dataloader_num_workers",
+    "save_on_each_node", "save_safetensors", "reward_timeout", "tool_timeout", "cpu_threads", "dataloader_num_workers",
     "dataloader_prefetch_factor", "dataloader_persistent_workers", "push_to_hub", "hub_model_id", "hub_strategy",
     "hub_private_repo", "include_num_input_tokens_seen", "skip_memory_metrics",
 )  # fmt: skip

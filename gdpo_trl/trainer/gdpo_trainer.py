@@ -18,12 +18,12 @@ TRL internals this relies on (checked against trl 1.16; the package pins ``trl>=
   appended once per call.
 - ``self.reward_funcs``, ``self.reward_func_names``, ``self.reward_weights``, ``self.num_generations``,
   ``self.num_generations_eval``, ``self.scale_rewards``, ``self.multi_objective_aggregation``.
+- With tools: ``self.tools`` (every tool, by ``__name__``), and ``_tool_call_loop`` calling each rollout's tools from
+  ``self._sync_tool_dicts``/``self._async_tool_dicts`` (rebuilt per batch before it), inside
+  ``_generate_and_score_completions`` (see :mod:`gdpo_trl.trainer.tool_watch`).
 """
 
 from __future__ import annotations
-
-import os
-import textwrap
 
 import torch
 from transformers.utils import logging
@@ -33,6 +33,7 @@ from gdpo_trl.core.advantages import gdpo_advantages, gdpo_token_advantages, gdp
 from gdpo_trl.core.config import GDPOConfig, check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.rewards.conditioned import apply_reward_conditions
+from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
 from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
 from gdpo_trl.trainer.reward_checks import check_reward_funcs
 from gdpo_trl.trainer.token_rewards import (
@@ -43,28 +44,10 @@ from gdpo_trl.trainer.token_rewards import (
     local_step_rewards,
     token_reward_diagnostics,
 )
+from gdpo_trl.trainer.tool_watch import ToolWatch
+from gdpo_trl.trainer.weight_schedule import scheduled_weights
 
 logger = logging.get_logger(__name__)
-
-
-def scheduled_weights(start: torch.Tensor, final: torch.Tensor, step: int, max_steps: int) -> torch.Tensor:
-    """Weights at optimizer step ``step`` (0-based) of ``max_steps``: ``start`` at the first, ``final`` at the last."""
-    progress = min(max(step / max(max_steps - 1, 1), 0.0), 1.0)
-    return start + (final - start) * progress
-
-
-# The paper, for the model card TRL writes (``create_model_card`` reads ``_name``, ``_tag_names`` and ``_paper``).
-GDPO_PAPER = {
-    "title": "GDPO: Group reward-Decoupled Normalization Policy Optimization for Multi-reward RL Optimization",
-    "id": "2601.05242",
-    "citation": textwrap.dedent("""\
-        @article{liu2026gdpo,
-            title        = {{GDPO: Group reward-Decoupled Normalization Policy Optimization for Multi-reward RL Optimization}},
-            author       = {Shih-Yang Liu and Xin Dong and Ximing Lu and Shizhe Diao and Peter Belcak and Mingjie Liu and Min-Hung Chen and Hongxu Yin and Yu-Chiang Frank Wang and Kwang-Ting Cheng and Yejin Choi and Jan Kautz and Pavlo Molchanov},
-            year         = 2026,
-            eprint       = {arXiv:2601.05242},
-        }"""),
-}
 
 
 class GDPOTrainer(GRPOTrainer):
@@ -129,6 +112,7 @@ class GDPOTrainer(GRPOTrainer):
         self.reward_funcs = check_reward_funcs(self.reward_funcs, args.reward_timeout, names=self.reward_func_names)
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
         self._process_slots = process_slots
+        self._tool_watch = ToolWatch([t.__name__ for t in self.tools], args.tool_timeout) if self.tools else None
         if not (self.uses_gdpo or process_slots):  # GRPO's rule trains: the model card says GRPO, as GRPOTrainer's
             self._name, self._tag_names, self._paper = GRPOTrainer._name, GRPOTrainer._tag_names, GRPOTrainer._paper
         self.model_card_base_model: str | None = None  # the name the user gave, for a model loaded from a folder
@@ -157,20 +141,8 @@ class GDPOTrainer(GRPOTrainer):
         """TRL's card (this trainer's name, tags and paper, TRL's citation beside it), then: the base model's name
         where TRL, given a local folder, names none; ``model_card_notes`` before the citations."""
         super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
-        if not self.is_world_process_zero():
-            return
-        path = os.path.join(self.args.output_dir, "README.md")
-        with open(path, encoding="utf-8") as file:
-            card = file.read()
-        # TRL's template links the base model as a Hub id; for a model loaded from a folder it has none ("None").
-        base = f"`{self.model_card_base_model}`" if self.model_card_base_model else "a local model"
-        card = card.replace("[None](https://huggingface.co/None)", base)
-        if self.model_card_notes:
-            head, mark, tail = card.partition("## Citations")
-            notes = [note() if callable(note) else note for note in self.model_card_notes]
-            card = head + "\n\n".join(notes).strip() + "\n\n" + mark + tail
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(card)
+        if self.is_world_process_zero():
+            rewrite_card(self.args.output_dir, self.model_card_base_model, self.model_card_notes)
 
     @property
     def uses_gdpo(self) -> bool:
@@ -213,6 +185,11 @@ class GDPOTrainer(GRPOTrainer):
         self._scored_batch = (rewards, completion_ids_list)
         return rewards
 
+    def _tool_call_loop(self, *args, **kwargs):
+        # TRL built this batch's per-rollout tool dicts just before: put each tool under watch, then run TRL's loop.
+        self._tool_watch.wrap(self._sync_tool_dicts, self._async_tool_dicts)
+        return super()._tool_call_loop(*args, **kwargs)
+
     def _take_scored_batch(self) -> tuple[torch.Tensor, list]:
         """The rewards and completion ids of this call's batch, cleared so that a stale batch is never used twice."""
         if self._scored_batch is None:
@@ -228,6 +205,8 @@ class GDPOTrainer(GRPOTrainer):
         if self._weight_schedule is not None and mode == "train":
             self._step_reward_weights()
         output = super()._generate_and_score_completions(inputs)
+        if self._tool_watch is not None:  # every process, after its rollouts: the same decisions everywhere
+            self._tool_watch.settle(self.accelerator, self._metrics[mode])
         rewards, completion_ids = self._take_scored_batch()
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         if self._process_slots:

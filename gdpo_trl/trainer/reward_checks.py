@@ -23,7 +23,6 @@ whose outputs are per-token (``(end, score)`` pairs) and checked where they are 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import numbers
@@ -31,13 +30,14 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import torch
 from torch import nn
 from trl.trainer.utils import get_callable_name, is_async_callable
 
 from gdpo_trl.core.errors import GDPOError, InputError
+from gdpo_trl.trainer.exit_guard import _guarded, _guarded_exit, _ProcessExit, _real_exit, exits_raise  # noqa: F401
 
 FLOAT32_MAX = torch.finfo(torch.float32).max
 # A reward call still running after FIRST_NOTICE_S seconds is named on screen, then again every NOTICE_EVERY_S, so a
@@ -99,51 +99,6 @@ def check_reward_output(output, num_completions: int, name: str) -> bool:
                 f"number within float32's range (|x| <= {FLOAT32_MAX:.3g}), or None when the reward does not apply."
             )
     return empty
-
-
-class _ProcessExit(BaseException):
-    """Raised in place of ``os._exit(code)`` inside a reward function (a BaseException: ``except Exception`` in the
-    reward does not swallow it)."""
-
-    def __init__(self, code):
-        super().__init__(code)
-        self.code = code
-
-
-_real_exit = os._exit
-_guarded: dict[int, int] = {}  # thread id -> how many guarded reward calls run in it now
-_guard_lock = threading.Lock()
-_guard_pid = os.getpid()
-
-
-def _guarded_exit(code):
-    # Only a reward's own call, in this process, is turned into an error: a process forked inside a reward (a
-    # multiprocessing pool) and other threads exit for real.
-    if os.getpid() == _guard_pid and threading.get_ident() in _guarded:
-        raise _ProcessExit(code)
-    _real_exit(code)
-
-
-@contextlib.contextmanager
-def exits_raise() -> Iterator[None]:
-    """While inside, ``os._exit(code)`` called from this thread raises ``_ProcessExit`` instead of ending the process.
-    Nested and concurrent uses are counted; the real ``os._exit`` is back once the last one leaves."""
-    global _guard_pid
-    ident = threading.get_ident()
-    with _guard_lock:
-        if not _guarded:
-            _guard_pid = os.getpid()
-        _guarded[ident] = _guarded.get(ident, 0) + 1
-        os._exit = _guarded_exit
-    try:
-        yield
-    finally:
-        with _guard_lock:
-            _guarded[ident] -= 1
-            if not _guarded[ident]:
-                del _guarded[ident]
-            if not _guarded:
-                os._exit = _real_exit
 
 
 def _where() -> str:
