@@ -9,7 +9,6 @@ leaves a half-written model.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -19,16 +18,6 @@ from pathlib import Path
 from gdpo_trl.models.build_lock import build_lock as _build_lock  # waits, saying for what and how long
 from gdpo_trl.models.tiny import ARCHITECTURES, BUILD_VERSION, CHAT_TEMPLATE, SPECIAL_TOKENS, TAGS, save_tiny_model
 
-WARMSTART = "warmstart"  # builtin:warmstart, the SFT warm start of gdpo_trl.tasks.warmstart
-TOOLCALL_WARMSTART = "toolcall_warmstart"  # builtin:toolcall_warmstart, of gdpo_trl.tasks.toolcall_task
-AGENT_WARMSTART = "agent_warmstart"  # builtin:agent_warmstart, of gdpo_trl.tasks.agent_task
-# Built-in models trained with SFT on first use -> the module that builds one (`python -m MODULE PATH --seed N
-# --threads N`, writing warmstart.json with its build_seconds) and holds its recipe.
-WARM_STARTS = {
-    WARMSTART: "gdpo_trl.tasks.warmstart",
-    TOOLCALL_WARMSTART: "gdpo_trl.tasks.toolcall_task",
-    AGENT_WARMSTART: "gdpo_trl.tasks.agent_task",
-}
 
 def cache_dir() -> Path:
     """Where built models are kept: ``$GDPO_TRL_CACHE``, else ``~/.cache/gdpo_trl``."""
@@ -100,34 +89,6 @@ def _run_isolated(args: list[str], what: str, *, show_output: bool = False) -> N
         raise RuntimeError(f"Building {what} failed ({' '.join(command)}):\n{output}")
 
 
-def _build_warm_start_isolated(path: Path, name: str, seed: int) -> None:
-    """Build warm start ``name`` (a key of :data:`WARM_STARTS`) in a child process, showing its progress.
-
-    Why not in this process: SFT training creates accelerate's process-wide state (``use_cpu=True``), which would stick
-    to a later GRPO/GDPO trainer in the same process, and under a multi-process launcher (``RANK``/``WORLD_SIZE`` set)
-    it would wait for the other ranks to join a training they are not running. The child gets neither. It uses as
-    many torch threads as this process (e.g. the recipe's ``cpu_threads``).
-    """
-    import sys
-
-    import torch
-
-    threads = torch.get_num_threads()
-    records = [json.loads(p.read_text()) for p in cache_dir().glob(f"{name}-seed*/warmstart.json")]
-    previous = [record["build_seconds"] for record in records if "build_seconds" in record]
-    estimate = (
-        f"the last build here took {max(previous):.0f} s" if previous else "a progress bar with time left follows"
-    )
-    print(
-        f"Building builtin:{name}@{seed} once for this machine ({threads} torch thread(s); {estimate}). Later runs "
-        f"and the tests reuse it from {path.parent}.",
-        file=sys.stderr,
-        flush=True,
-    )
-    args = ["-m", WARM_STARTS[name], str(path), "--seed", str(seed), "--threads", str(threads)]
-    _run_isolated(args, f"builtin:{name}", show_output=True)
-
-
 def _build_tiny(path: Path, architecture: str, seed: int) -> None:
     """Build a random tiny model, in a child process when torch.distributed is running.
 
@@ -150,30 +111,10 @@ def build_builtin(name: str, seed: int = 0) -> str:
     ``builtin:`` name of the demo (see :func:`gdpo_trl.core.plugins.resolve_model`, which parses ``builtin:NAME@SEED``).
 
     ``tiny``, ``mini``, ``small``, ``base`` and ``vllm`` are random models of :data:`ARCHITECTURES`;
-    ``warmstart`` trains the SFT warm start of :mod:`gdpo_trl.tasks.warmstart` on first use (minutes on a CPU),
-    ``toolcall_warmstart`` the tool-calling task's (:mod:`gdpo_trl.tasks.toolcall_task`).
+    ``warmstart``, ``toolcall_warmstart`` and ``agent_warmstart`` are the tasks' SFT warm starts: seed 0 ships with
+    the package (:mod:`gdpo_trl.models.shipped`); another seed is trained on first use (minutes on a CPU).
     """
-    if name in WARM_STARTS:
-        recipe = _warm_start_recipe(name)
-        build_id = _build_id(name, dataclasses.asdict(recipe), ARCHITECTURES[recipe.architecture], seed)
-        target = cache_dir() / f"{name}-seed{seed}-{build_id}"
-        return str(_cached_build(target, lambda tmp: _build_warm_start_isolated(tmp, name, seed)))
     if name not in ARCHITECTURES:
-        raise ValueError(f"{name!r} is not a built-in model of gdpo_trl.models: {sorted([*ARCHITECTURES, *WARM_STARTS])}")
+        raise ValueError(f"{name!r} is not a random built-in model: {sorted(ARCHITECTURES)}")
     target = cache_dir() / f"{name}-seed{seed}-{_build_id(ARCHITECTURES[name], seed)}"
     return str(_cached_build(target, lambda tmp: _build_tiny(tmp, name, seed)))
-
-
-def _warm_start_recipe(name: str):
-    """The default recipe of warm start ``name``: with the seed, it determines the weights (hence the cache key)."""
-    if name == TOOLCALL_WARMSTART:
-        from gdpo_trl.tasks.toolcall_task import ToolcallRecipe
-
-        return ToolcallRecipe()
-    if name == AGENT_WARMSTART:
-        from gdpo_trl.tasks.agent_task import AgentRecipe
-
-        return AgentRecipe()
-    from gdpo_trl.tasks.warmstart import Recipe
-
-    return Recipe()

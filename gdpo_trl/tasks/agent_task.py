@@ -22,8 +22,8 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gdpo_trl.tasks.splits import draw_split
 from gdpo_trl.rewards.agent import AGENT_ENVIRONMENT
+from gdpo_trl.tasks.splits import draw_split
 
 if TYPE_CHECKING:
     import datasets

@@ -15,7 +15,7 @@ BPE numbers less reliably). ``recipes/cpu/gdpo`` on it for 20 steps (~57 s each:
 against the whole vocabulary on a CPU) raised format 0.44 -> 0.65 and integer 0.44 -> 0.78 (means of the first and
 last five steps); correctness stayed near 0.04.
 
-``python -m gdpo_trl.models.qwen_warmstart PATH [--seed N] [--steps N] [--threads N] [--no-measure]`` builds one;
+``python -m gdpo_trl.tasks.qwen_warmstart PATH [--seed N] [--steps N] [--threads N] [--no-measure]`` builds one;
 ``resolve_model("builtin:qwen2.5-warmstart[@seed]")`` builds it once per machine (in a child process) and caches it.
 """
 

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gdpo_trl.tasks.splits import draw_split
 from gdpo_trl.rewards.toolcall import tool_correctness, tool_format
+from gdpo_trl.tasks.splits import draw_split
 
 if TYPE_CHECKING:
     import datasets

@@ -10,7 +10,7 @@ SFT loop (:func:`gdpo_trl.tasks.warmstart.build_warmstart`); only the architectu
 
 Built once per machine into the model cache (:func:`gdpo_trl.models.builtins.cache_dir`), in a child process as the
 other warm starts are (same cache key scheme, lock and atomic rename). Here: :func:`build_builtin_vllm_warmstart`
-(the entry point) and ``python -m gdpo_trl.models.vllm_warmstart PATH [--seed N] [--steps N]``.
+(the entry point) and ``python -m gdpo_trl.tasks.vllm_warmstart PATH [--seed N] [--steps N]``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def recipe(steps: int | None = None) -> Recipe:
 
 
 def _build_isolated(path: Path, seed: int) -> None:
-    """Train in a child process (why: :func:`gdpo_trl.models.builtins._build_warm_start_isolated`), showing progress."""
+    """Train in a child process (why: :func:`gdpo_trl.models.builtins.build_warm_start_isolated`), showing progress."""
     import torch
 
     threads = torch.get_num_threads()
@@ -64,7 +64,7 @@ def build_builtin_vllm_warmstart(name: str, seed: int = 0) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m gdpo_trl.models.vllm_warmstart PATH [--seed N] [--steps N]``: how the entry point builds it."""
+    """``python -m gdpo_trl.tasks.vllm_warmstart PATH [--seed N] [--steps N]``: how the entry point builds it."""
     banner = f"builtin:{NAME}: loading TRL (about 10 s), then a progress bar per stage"
     builder_main(argv, __doc__, banner, recipe, build_warmstart)
 

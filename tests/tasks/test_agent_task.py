@@ -8,6 +8,7 @@ import re
 import pytest
 from trl.chat_template_utils import is_chat_template_prefix_preserving, parse_response, supports_tool_calling
 
+from gdpo_trl.rewards.agent import agent_cost, agent_format, agent_success
 from gdpo_trl.tasks.agent_task import (
     FLAWS,
     ITEMS,
@@ -21,7 +22,6 @@ from gdpo_trl.tasks.agent_task import (
     make_trace,
     sft_dataset,
 )
-from gdpo_trl.rewards.agent import agent_cost, agent_format, agent_success
 
 
 @pytest.fixture(scope="module")

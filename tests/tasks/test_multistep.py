@@ -2,8 +2,8 @@
 
 import random
 
-from gdpo_trl.tasks.multistep import MultistepRecipe, multistep_trace, sft_rows, write_rl_data, written_equations
 from gdpo_trl.rewards.equations import equation_steps
+from gdpo_trl.tasks.multistep import MultistepRecipe, multistep_trace, sft_rows, write_rl_data, written_equations
 
 EQUATIONS = [[3, "*", 4, 12], [12, "+", 5, 17]]
 

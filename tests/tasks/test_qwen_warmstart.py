@@ -1,4 +1,4 @@
-"""builtin:qwen2.5-warmstart (gdpo_trl.models.qwen_warmstart): its examples, its completion-only loss, a short build,
+"""builtin:qwen2.5-warmstart (gdpo_trl.tasks.qwen_warmstart): its examples, its completion-only loss, a short build,
 and how the name resolves. The full build (minutes) is not run here."""
 
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gdpo_trl.models.qwen_warmstart import QwenRecipe, build, completion_loss, resolve_warmstart, tokenized_examples
+from gdpo_trl.tasks.qwen_warmstart import QwenRecipe, build, completion_loss, resolve_warmstart, tokenized_examples
 
 
 @pytest.fixture(scope="module")

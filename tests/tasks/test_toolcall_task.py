@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from gdpo_trl.rewards.toolcall import parse_tool_calls, tool_correctness, tool_format
 from gdpo_trl.tasks.toolcall_task import (
     CALL_ERRORS,
     CITIES,
@@ -18,7 +19,6 @@ from gdpo_trl.tasks.toolcall_task import (
     render,
     sft_dataset,
 )
-from gdpo_trl.rewards.toolcall import parse_tool_calls, tool_correctness, tool_format
 
 CITY = "|".join(CITIES)
 # Each request pattern and the calls it asks for, written out again here rather than imported.

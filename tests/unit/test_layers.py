@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gdpo_trl"
 # Lowest first: what each layer is for is in README.md ("Layout").
-LAYERS = ["core", "rewards", "data", "trainer", "eval", "recipe", "results", "cli", "tasks", "models"]
+LAYERS = ["core", "rewards", "data", "trainer", "eval", "recipe", "results", "cli", "models", "tasks"]
 
 
 def module_name(path: Path) -> str:
