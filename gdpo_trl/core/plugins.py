@@ -23,6 +23,7 @@ from gdpo_trl.core.errors import InputError
 
 MODELS = "gdpo_trl.models"
 SOURCES = "gdpo_trl.sources"
+FORMATS = "gdpo_trl.model_formats"  # checkpoint files converted to a folder on first use: .gguf
 BUILTIN_PREFIX = "builtin:"
 
 
@@ -43,8 +44,14 @@ def builtin_model_names() -> list[str]:
 
 def resolve_model(name_or_path: str) -> str:
     """A loadable path for ``name_or_path``: ``builtin:NAME`` or ``builtin:NAME@SEED`` is built (or found in the cache)
-    by the entry point that registered it; anything else (a Hub id or a local path) is returned unchanged."""
+    by the entry point that registered it; a file in a format of ``gdpo_trl.model_formats`` (a ``.gguf``) is converted
+    by its entry point (a function of the path returning a folder, or None when the path is not in its format);
+    anything else (a Hub id or a local path) is returned unchanged."""
     if not name_or_path.startswith(BUILTIN_PREFIX):
+        for name in sorted(registered(FORMATS)):
+            converted = load_plugin(FORMATS, name)(name_or_path)
+            if converted is not None:
+                return converted
         return name_or_path
     name, _, seed = name_or_path[len(BUILTIN_PREFIX) :].partition("@")
     if name not in registered(MODELS):

@@ -75,6 +75,10 @@ def check_model_source(name: str | None) -> None:
     """A missing model name, or a local path (absolute, relative with ./ or ../, or ~) that is no folder."""
     if not name:
         raise InputError("model_name_or_path is not set: give a Hub id, a local folder or 'builtin:tiny'.")
+    folder = Path(name).expanduser()
+    unconverted = folder.is_dir() and not (folder / "config.json").exists() and any(folder.glob("*.gguf"))
+    if folder.suffix.lower() == ".gguf" or unconverted:
+        return  # a GGUF checkpoint: checked and converted by its entry point (gdpo_trl.models.gguf) when resolved
     if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().is_dir():
         raise InputError(f"model_name_or_path {name!r} is not a folder: give a saved model's folder or a Hub id.")
     folder = Path(name).expanduser()
