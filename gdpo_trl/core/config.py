@@ -12,11 +12,11 @@ from trl import GRPOConfig
 
 from gdpo_trl.core.advantages import SCALES
 from gdpo_trl.core.conditions import check_condition_graph, parse_condition
-from gdpo_trl.core.config_checks import as_weights, check_ranges
+from gdpo_trl.core.config_checks import as_weights, check_ranges, is_number
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.noise import quiet_known_warnings
 
-AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize")
+AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize", "gd2po")
 
 
 def accelerator_available() -> bool:
@@ -37,7 +37,9 @@ class GDPOConfig(GRPOConfig):
         multi_objective_aggregation (`str`, *optional*, defaults to `"normalize_then_sum"`):
             How several rewards become one advantage. `"normalize_then_sum"` is GDPO: each reward is normalized
             within its group, the weighted sum is then normalized over the batch. `"sum_then_normalize"` is GRPO:
-            rewards are summed, then normalized within the group as `scale_rewards` says. Checked at construction
+            rewards are summed, then normalized within the group as `scale_rewards` says. `"gd2po"` is GD2PO: GDPO's
+            per-reward advantages, rollouts whose rewards conflict masked (`gd2po_threshold`), each group scaled by
+            the share it keeps, whitened over the kept tokens (see `docs/gd2po.md`). Checked at construction
             (TRL only fails at the first generation step). With a single reward function the trainer always uses
             GRPO, as the paper's reference code does.
         scale_rewards (`str`, *optional*, defaults to `"group"`):
@@ -53,6 +55,11 @@ class GDPOConfig(GRPOConfig):
         gdpo_batch_norm (`bool`, *optional*, defaults to `True`):
             Normalize the weighted sum of per-reward advantages over the whole batch (GDPO's last step). `False`
             gives the paper's ablation "GDPO without batch normalization".
+        gd2po_threshold (`float`, *optional*, defaults to `0.2`):
+            GD2PO masks a rollout in conflict (one weighted per-reward advantage above 0, another below) when its
+            agreement ratio `|sum_k w_k a_k| / (sum_k |w_k a_k| + 1e-6)` is below this, in [0, 1]: 1 masks every
+            conflict (the reference's hard rule), 0 none. Under GDPO and GRPO it is the threshold at which the logged
+            `conflict/masked_share` (what GD2PO would mask) is measured.
 
     Parameters that shape rewards:
 
@@ -88,8 +95,9 @@ class GDPOConfig(GRPOConfig):
         default="normalize_then_sum",
         metadata={
             "help": "How several rewards become one advantage: 'normalize_then_sum' (GDPO, default: normalize each "
-            "reward within its group, sum with reward_weights, normalize the sum over the batch) or "
-            "'sum_then_normalize' (GRPO: sum the weighted rewards, then normalize as scale_rewards says). With one "
+            "reward within its group, sum with reward_weights, normalize the sum over the batch), "
+            "'sum_then_normalize' (GRPO: sum the weighted rewards, then normalize as scale_rewards says) or 'gd2po' "
+            "(GD2PO: GDPO's per-reward advantages with conflicting rollouts masked, see gd2po_threshold). With one "
             "reward function GRPO is used either way.",
             "choices": list(AGGREGATIONS),
         },
@@ -99,6 +107,15 @@ class GDPOConfig(GRPOConfig):
         metadata={
             "help": "GDPO only: normalize the weighted sum of per-reward advantages over the whole batch. False is "
             "the paper's ablation without this step."
+        },
+    )
+
+    gd2po_threshold: float = field(
+        default=0.2,
+        metadata={
+            "help": "GD2PO: mask a rollout whose per-reward advantages conflict when |sum w_k a_k| / sum |w_k a_k| is "
+            "below this, in [0, 1] (1: every conflict, 0: none). Other rules: the threshold of the logged "
+            "conflict/masked_share."
         },
     )
 
@@ -161,11 +178,26 @@ class GDPOConfig(GRPOConfig):
         if self.multi_objective_aggregation not in AGGREGATIONS:
             raise InputError(
                 f"multi_objective_aggregation={self.multi_objective_aggregation!r} is not supported: use "
-                "'normalize_then_sum' (GDPO) or 'sum_then_normalize' (GRPO)."
+                "'normalize_then_sum' (GDPO), 'sum_then_normalize' (GRPO) or 'gd2po' (GD2PO)."
+            )
+        if isinstance(self.gd2po_threshold, str):  # YAML reads 1e-1 as a string
+            try:
+                self.gd2po_threshold = float(self.gd2po_threshold)
+            except ValueError:
+                pass
+        if not is_number(self.gd2po_threshold) or not 0.0 <= self.gd2po_threshold <= 1.0:
+            raise InputError(
+                f"gd2po_threshold={self.gd2po_threshold!r}: must be a number in [0, 1] (1 masks every conflicting "
+                "rollout, 0 none; the reference's default is 0.2)."
+            )
+        if self.multi_objective_aggregation == "gd2po" and not self.gdpo_batch_norm:
+            raise InputError(
+                "gdpo_batch_norm=false has no effect with multi_objective_aggregation='gd2po' (GD2PO whitens over its "
+                "kept rollouts instead): remove gdpo_batch_norm, or use 'normalize_then_sum' for GDPO without it."
             )
         if self.scale_rewards not in SCALES:
             raise InputError(f"scale_rewards={self.scale_rewards!r} is not supported: use one of {list(SCALES)}.")
-        if self.multi_objective_aggregation == "normalize_then_sum" and self.scale_rewards != "group":
+        if self.multi_objective_aggregation in ("normalize_then_sum", "gd2po") and self.scale_rewards != "group":
             warnings.warn(
                 f"scale_rewards={self.scale_rewards!r} has no effect under GDPO (multi_objective_aggregation="
                 "'normalize_then_sum') with two or more reward functions: each reward is divided by its own group "

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import torch
 
-from gdpo_trl.core.advantages import center_per_group, gdpo_reward_terms, grpo_advantages
+from gdpo_trl.core.advantages import (
+    center_per_group,
+    gd2po_conflicts,
+    gdpo_reward_terms,
+    group_keep_ratio,
+    grpo_advantages,
+)
 
 
 def group_has_spread(values: torch.Tensor, num_generations: int) -> torch.Tensor:
@@ -81,6 +87,39 @@ def mean_distinct_per_group(advantages: torch.Tensor, num_generations: int, *, d
     return (changes + 1).double().mean().item()
 
 
+def conflict_diagnostics(
+    rewards: torch.Tensor,
+    weights: torch.Tensor,
+    num_generations: int,
+    *,
+    threshold: float = 0.2,
+    completion_mask: torch.Tensor | None = None,
+    keep: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """Per-step conflict metrics of a batch, whatever rule trains (GDPO, GRPO or GD2PO).
+
+    A rollout is in conflict when its weighted per-reward group advantages (GDPO's terms, the same under every
+    rule) pull in opposite directions (:func:`gdpo_trl.core.advantages.gd2po_conflicts`).
+
+    - ``conflict/share``: the share of the batch's rollouts in conflict;
+    - ``conflict/masked_share``: the share GD2PO's rule would mask at ``threshold`` (under GD2PO: masks);
+    - with ``keep`` ``[N]`` (GD2PO's kept rows): ``conflict/kept_share`` (share of rollouts kept),
+      ``conflict/group_keep_ratio`` (mean over groups of the share each keeps; equal to the kept share, since every
+      group has ``num_generations`` rows, and logged under the reference's name) and
+      ``conflict/group_keep_ratio_min`` (the group that kept least).
+    """
+    conflict, masked = gd2po_conflicts(
+        rewards, weights, num_generations, threshold=threshold, completion_mask=completion_mask
+    )
+    metrics = {"conflict/share": conflict.float().mean().item(), "conflict/masked_share": masked.float().mean().item()}
+    if keep is not None:
+        ratio = group_keep_ratio(keep, num_generations)
+        metrics["conflict/kept_share"] = keep.float().mean().item()
+        metrics["conflict/group_keep_ratio"] = ratio.mean().item()
+        metrics["conflict/group_keep_ratio_min"] = ratio.min().item()
+    return metrics
+
+
 def reward_diagnostics(
     rewards: torch.Tensor,
     advantages: torch.Tensor,
@@ -90,12 +129,16 @@ def reward_diagnostics(
     *,
     gdpo: bool,
     grpo_scale: str = "group",
+    conflict_threshold: float = 0.2,
+    completion_mask: torch.Tensor | None = None,
+    keep: torch.Tensor | None = None,
 ) -> dict[str, float]:
     """Every per-step metric ``GDPOTrainer`` logs on top of TRL's, by metric name.
 
     ``rewards`` ``[N, K]`` and ``advantages`` ``[N]`` are the gathered batch; ``gdpo`` says which rule made the
-    advantages (it picks the per-reward terms the shares are taken of); ``grpo_scale`` is the ``scale_rewards`` used
-    for the GRPO comparison count.
+    advantages (it picks the per-reward terms the shares are taken of; GD2PO's are GDPO's); ``grpo_scale`` is the
+    ``scale_rewards`` used for the GRPO comparison count. With two or more rewards, :func:`conflict_diagnostics` at
+    ``conflict_threshold`` (with ``completion_mask`` and GD2PO's ``keep`` where GD2PO trains).
     """
     weights = torch.as_tensor(weights, dtype=rewards.dtype, device=rewards.device)
     if gdpo:
@@ -114,4 +157,15 @@ def reward_diagnostics(
     grpo = grpo_advantages(rewards, weights, num_generations, scale=grpo_scale)
     metrics["advantages/distinct_per_group"] = mean_distinct_per_group(advantages, num_generations)
     metrics["advantages/distinct_per_group_grpo"] = mean_distinct_per_group(grpo, num_generations)
+    if rewards.shape[1] > 1:
+        metrics.update(
+            conflict_diagnostics(
+                rewards,
+                weights,
+                num_generations,
+                threshold=conflict_threshold,
+                completion_mask=completion_mask,
+                keep=keep,
+            )
+        )
     return metrics

@@ -29,11 +29,18 @@ import torch
 from transformers.utils import logging
 from trl import GRPOTrainer
 
-from gdpo_trl.core.advantages import gdpo_advantages, gdpo_token_advantages, gdpo_token_reward_terms, grpo_advantages
+from gdpo_trl.core.advantages import (
+    gd2po_advantages,
+    gdpo_advantages,
+    gdpo_token_advantages,
+    gdpo_token_reward_terms,
+    grpo_advantages,
+)
 from gdpo_trl.core.config import GDPOConfig, check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.rewards.conditioned import apply_reward_conditions
 from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
+from gdpo_trl.trainer.gd2po import gathered_completion_mask
 from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
 from gdpo_trl.trainer.reward_checks import check_reward_funcs
 from gdpo_trl.trainer.token_rewards import (
@@ -108,6 +115,9 @@ class GDPOTrainer(GRPOTrainer):
         super().__init__(
             model, reward_funcs=check_reward_funcs(reward_funcs, args.reward_timeout), args=args, **kwargs
         )
+        if args.multi_objective_aggregation == "gd2po":  # TRL's own advantages (replaced) need a rule it knows
+            self.multi_objective_aggregation = "normalize_then_sum"
+        self._gd2po_mask = self._gd2po_keep = None  # GD2PO: this batch's gathered token counts and kept rows
         # TRL appends an environment's `get_reward` (one per environment class) after our check: check it too.
         self.reward_funcs = check_reward_funcs(self.reward_funcs, args.reward_timeout, names=self.reward_func_names)
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
@@ -149,6 +159,11 @@ class GDPOTrainer(GRPOTrainer):
         """Whether advantages are GDPO's (two or more rewards and ``normalize_then_sum``)."""
         return self.multi_objective_aggregation == "normalize_then_sum" and len(self.reward_funcs) > 1
 
+    @property
+    def uses_gd2po(self) -> bool:
+        """Whether advantages are GD2PO's (two or more rewards and ``gd2po``; :mod:`gdpo_trl.trainer.gd2po`)."""
+        return self.args.multi_objective_aggregation == "gd2po" and len(self.reward_funcs) > 1
+
     def compute_advantages(
         self, rewards: torch.Tensor, num_generations: int, completion_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
@@ -174,6 +189,12 @@ class GDPOTrainer(GRPOTrainer):
             )
         if num_generations < 2:  # only in evaluation with num_generations_eval=1: no group, no advantage
             return torch.zeros(rewards.shape[0], device=rewards.device)
+        if self.uses_gd2po:  # whitened over the kept tokens of every process's completions, as the reference
+            mask, threshold = self._gd2po_mask, self.args.gd2po_threshold
+            advantages, self._gd2po_keep = gd2po_advantages(
+                rewards, weights, num_generations, threshold=threshold, completion_mask=mask
+            )
+            return advantages
         if self.uses_gdpo:
             return gdpo_advantages(rewards, weights, num_generations, batch_norm=self.args.gdpo_batch_norm)
         return grpo_advantages(rewards, weights, num_generations, scale=self.scale_rewards)
@@ -213,6 +234,8 @@ class GDPOTrainer(GRPOTrainer):
             self._token_advantages(output, rewards, completion_ids, num_generations, mode)
             return output
 
+        self._gd2po_keep = None
+        self._gd2po_mask = gathered_completion_mask(self.accelerator, output) if self.uses_gd2po else None
         advantages = self.compute_advantages(rewards, num_generations)
         if advantages.shape != (rewards.shape[0],) or not torch.isfinite(advantages).all():
             raise ValueError(
@@ -288,6 +311,9 @@ class GDPOTrainer(GRPOTrainer):
             num_generations,
             gdpo=self.uses_gdpo,
             grpo_scale=self.scale_rewards,
+            conflict_threshold=self.args.gd2po_threshold,
+            completion_mask=self._gd2po_mask,
+            keep=self._gd2po_keep,
         )
         self._append_diagnostics(computed, mode)
 

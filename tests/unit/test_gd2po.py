@@ -51,9 +51,11 @@ def ref_masked_whiten(values, mask):
     """verl's masked_whiten on token lists: mean = sum / (count + 1e-8), Bessel-corrected variance (its mean also over
     count + 1e-8), (x - mean) * rsqrt(var + 1e-8). The caller multiplies by the mask afterwards."""
     count = sum(m for row in mask for m in row)
-    total = sum(v * m for vrow, mrow in zip(values, mask) for v, m in zip(vrow, mrow))
+    total = sum(v * m for vrow, mrow in zip(values, mask, strict=True) for v, m in zip(vrow, mrow, strict=True))
     mean = total / (count + 1e-8)
-    square = sum((v - mean) ** 2 * m for vrow, mrow in zip(values, mask) for v, m in zip(vrow, mrow))
+    square = sum(
+        (v - mean) ** 2 * m for vrow, mrow in zip(values, mask, strict=True) for v, m in zip(vrow, mrow, strict=True)
+    )
     variance = square / (count + 1e-8) * (count / (count - 1))
     scale = 1.0 / math.sqrt(variance + 1e-8)
     return [[(v - mean) * scale for v in vrow] for vrow in values]
@@ -296,3 +298,25 @@ def test_tokens_weigh_long_rollouts_in_the_whitening():
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         gd2po_advantages(EXAMPLE, [1.0, 1.0], 4, **kwargs)
+
+
+# --- the config choice ---------------------------------------------------------------------------------------------
+
+
+def test_config_accepts_gd2po_and_checks_its_threshold(tmp_path):
+    from gdpo_trl import GDPOConfig
+    from gdpo_trl.core.errors import InputError
+
+    cpu = dict(output_dir=str(tmp_path), use_cpu=True, bf16=False)
+    config = GDPOConfig(multi_objective_aggregation="gd2po", **cpu)
+    assert config.gd2po_threshold == 0.2
+    assert GDPOConfig(multi_objective_aggregation="gd2po", gd2po_threshold="1e-1", **cpu).gd2po_threshold == 0.1
+    for value in (1.5, -0.1, "high", float("nan")):
+        with pytest.raises(InputError, match=r"^gd2po_threshold=.*must be a number in \[0, 1\]"):
+            GDPOConfig(multi_objective_aggregation="gd2po", gd2po_threshold=value, **cpu)
+    with pytest.raises(
+        InputError, match="gdpo_batch_norm=false has no effect with multi_objective_aggregation='gd2po'"
+    ):
+        GDPOConfig(multi_objective_aggregation="gd2po", gdpo_batch_norm=False, **cpu)
+    with pytest.raises(InputError, match="or 'gd2po' \\(GD2PO\\)"):
+        GDPOConfig(multi_objective_aggregation="gd3po", **cpu)
