@@ -18,13 +18,13 @@ from gdpo_trl.models.tiny import ARCHITECTURES
 
 WARMSTART = "warmstart"  # builtin:warmstart, the SFT warm start of gdpo_trl.tasks.warmstart
 TOOLCALL_WARMSTART = "toolcall_warmstart"  # builtin:toolcall_warmstart, of gdpo_trl.tasks.toolcall_task
-AGENT_WARMSTART = "agent_warmstart"  # builtin:agent_warmstart, of gdpo_trl.tasks.agent_task
+AGENT_WARMSTART = "agent_warmstart"  # builtin:agent_warmstart, of gdpo_trl.tasks.agent_warmstart
 # Each warm start -> the module that builds one (`python -m MODULE PATH --seed N --threads N`, writing warmstart.json
 # with its build_seconds) and holds its recipe.
 WARM_STARTS = {
     WARMSTART: "gdpo_trl.tasks.warmstart",
     TOOLCALL_WARMSTART: "gdpo_trl.tasks.toolcall_task",
-    AGENT_WARMSTART: "gdpo_trl.tasks.agent_task",
+    AGENT_WARMSTART: "gdpo_trl.tasks.agent_warmstart",
 }
 
 
@@ -54,7 +54,7 @@ def warm_start_recipe(name: str):
 
         return ToolcallRecipe()
     if name == AGENT_WARMSTART:
-        from gdpo_trl.tasks.agent_task import AgentRecipe
+        from gdpo_trl.tasks.agent_warmstart import AgentRecipe
 
         return AgentRecipe()
     from gdpo_trl.tasks.warmstart import Recipe

@@ -10,18 +10,15 @@ from trl.chat_template_utils import is_chat_template_prefix_preserving, parse_re
 
 from gdpo_trl.rewards.agent import agent_cost, agent_format, agent_success
 from gdpo_trl.tasks.agent_task import (
-    FLAWS,
     ITEMS,
-    AgentRecipe,
     ArithEnv,
     ShopEnv,
     build_tokenizer,
     generate_episodes,
     load_agent_mix,
     load_agent_task,
-    make_trace,
-    sft_dataset,
 )
+from gdpo_trl.tasks.agent_warmstart import FLAWS, AgentRecipe, make_trace, sft_dataset
 
 
 @pytest.fixture(scope="module")
