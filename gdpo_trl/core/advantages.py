@@ -183,12 +183,16 @@ def validate_token_rewards(
     n, k, t = rewards.shape
     weights = validate_rewards(rewards.new_empty(n, k), weights, num_generations)
     if not rewards.is_floating_point():
-        raise ValueError(f"rewards must be a floating-point tensor (NaN marks 'no step ends here'), got {rewards.dtype}.")
+        raise ValueError(
+            f"rewards must be a floating-point tensor (NaN marks 'no step ends here'), got {rewards.dtype}."
+        )
     if tuple(completion_mask.shape) != (n, t):
         raise ValueError(f"completion_mask must have shape (N, T) = {(n, t)}, got {tuple(completion_mask.shape)}.")
     mask = completion_mask.to(device=rewards.device).bool()
     if (~torch.isnan(rewards) & ~mask.unsqueeze(1)).any():
-        raise ValueError("rewards has a value at a padding position (completion_mask == 0): steps must end on real tokens.")
+        raise ValueError(
+            "rewards has a value at a padding position (completion_mask == 0): steps must end on real tokens."
+        )
     return weights, mask
 
 
@@ -352,9 +356,14 @@ def gd2po_advantages(
     """
     weights = validate_rewards(rewards, weights, num_generations)
     _, masked = gd2po_conflicts(
-        rewards, weights, num_generations, threshold=threshold, eps=eps, completion_mask=completion_mask,
+        rewards,
+        weights,
+        num_generations,
+        threshold=threshold,
+        eps=eps,
+        completion_mask=completion_mask,
         ratio_eps=ratio_eps,
-    )  # fmt: skip
+    )
     keep = ~masked
     summed = (gd2po_reward_terms(rewards, num_generations, eps=eps) * weights).nansum(dim=1)
     values = summed * group_keep_ratio(keep, num_generations).to(summed.dtype) * keep.to(summed.dtype)
