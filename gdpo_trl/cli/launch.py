@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +29,7 @@ import tempfile
 from dataclasses import fields
 from pathlib import Path
 
+from gdpo_trl.cli.orphans import INTERRUPTED, LAUNCHER_ENV, interrupted_line
 from gdpo_trl.cli.run_records import RECORDS_ENV, report_failure
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.shipped import shipped_folder
@@ -208,6 +210,7 @@ def launch_training(recipe_argv: list[str], launch: list[str], output_dir: str |
     (:func:`gdpo_trl.cli.run_records.report_failure`).
     """
     from accelerate.commands.launch import launch_command, launch_command_parser
+    from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     from gdpo_trl.cli.engines import stale_extension_locks
@@ -216,9 +219,13 @@ def launch_training(recipe_argv: list[str], launch: list[str], output_dir: str |
     for line in stale_extension_locks():  # a killed DeepSpeed op build would make this run wait without a word
         print(line, file=sys.stderr, flush=True)
     # torch's elastic agent logs each worker's exit at warning/error level; the summary below says it in one line.
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    import torch.distributed.launcher.api  # noqa: F401 - its loggers exist (each with its own level) once imported
+
+    for name in [n for n in logging.root.manager.loggerDict if n.startswith("torch.distributed.elastic")]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)  # e.g. "Received 2 death signal, shutting down workers"
     folder = Path(tempfile.mkdtemp(prefix="gdpo-run-"))
     os.environ[RECORDS_ENV] = str(folder)  # the processes inherit it
+    os.environ[LAUNCHER_ENV] = str(os.getpid())  # and end when this process ends (gdpo_trl.cli.orphans)
     try:
         launch_command(args)
     except (ChildFailedError, subprocess.CalledProcessError) as error:
@@ -231,6 +238,11 @@ def launch_training(recipe_argv: list[str], launch: list[str], output_dir: str |
         print("\n" + "\n".join(lines), file=sys.stderr, flush=True)
         if status:
             raise SystemExit(status) from None
+    except (SignalException, KeyboardInterrupt) as stop:  # torchrun's agent stopped the workers (quietly, each)
+        sigval = stop.sigval if isinstance(stop, SignalException) else signal.SIGINT
+        print("\n" + interrupted_line(sigval, output_dir), file=sys.stderr, flush=True)
+        raise SystemExit(128 + int(sigval) if sigval else INTERRUPTED) from None
     finally:
         os.environ.pop(RECORDS_ENV, None)
+        os.environ.pop(LAUNCHER_ENV, None)
         shutil.rmtree(folder, ignore_errors=True)

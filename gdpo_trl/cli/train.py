@@ -26,6 +26,7 @@ from gdpo_trl.cli.console import (
 from gdpo_trl.cli.engines import check_fsdp_engaged, end_process, shutdown_distributed
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.cli.model_card import attach_run_card, write_card
+from gdpo_trl.cli.orphans import follow_launcher, quiet_interrupt
 from gdpo_trl.cli.run_records import mark_saved
 from gdpo_trl.cli.train_help import answer_help
 from gdpo_trl.core.errors import input_stage
@@ -85,4 +86,5 @@ def final_summary(trainer, output_dir: str) -> str:
 
 
 if __name__ == "__main__":  # accelerate launch -m gdpo_trl.cli.train ...
-    end_process(main)  # main's status, without the interpreter teardown a ZeRO-3 rank could abort in
+    follow_launcher()  # started by gdpo train: end with it, however it ends (gdpo_trl.cli.orphans)
+    end_process(quiet_interrupt(main))  # main's status, without the interpreter teardown a ZeRO-3 rank could abort in
