@@ -23,6 +23,7 @@ METHODS: dict[str, dict] = {
     "grpo_no_std": dict(multi_objective_aggregation="sum_then_normalize", scale_rewards="none"),
     "gdpo": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group"),
     "gdpo_no_bn": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group", gdpo_batch_norm=False),
+    "gd2po": dict(multi_objective_aggregation="gd2po", scale_rewards="group"),  # threshold: the recipe's
     "gdpo_outcome_only": dict(
         multi_objective_aggregation="normalize_then_sum", scale_rewards="group", outcome_only=True
     ),
@@ -32,6 +33,7 @@ LABELS = {
     "grpo_no_std": "GRPO w/o std",
     "gdpo": "GDPO",
     "gdpo_no_bn": "GDPO w/o batch norm",
+    "gd2po": "GD2PO",
     "gdpo_outcome_only": "GDPO outcome only",
 }
 

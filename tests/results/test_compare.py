@@ -121,7 +121,7 @@ def test_comparison_settings_come_from_the_recipe_unless_given():
     assert (shared["logging_steps"], shared["save_strategy"]) == (1, "no")  # a curve point per step, no checkpoints
 
 
-@pytest.mark.parametrize("method", ["grpo", "grpo_no_std", "gdpo", "gdpo_no_bn", "gdpo_outcome_only"])
+@pytest.mark.parametrize("method", ["grpo", "grpo_no_std", "gdpo", "gdpo_no_bn", "gdpo_outcome_only", "gd2po"])
 def test_each_run_is_the_recipe_with_the_method_fields_and_seed(method, tmp_path):
     from gdpo_trl.cli import compare
     from gdpo_trl.results.compare import METHODS, OUTCOME_ONLY
