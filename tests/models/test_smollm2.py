@@ -12,6 +12,7 @@ import pytest
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.plugins import resolve_model
+from tests.helpers.studies import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -47,39 +48,24 @@ def test_the_converted_model_is_a_plain_checkpoint_with_its_chat_template(smollm
 
 
 def test_one_gdpo_step_then_one_eval_batch_on_the_real_model(smollm2_path, tmp_path):
-    import yaml
     from peft import AutoPeftModelForCausalLM
     from transformers import AutoTokenizer
 
     from gdpo_trl.cli.train import main as train_main
     from gdpo_trl.eval.run import evaluate
 
-    recipe = {
+    recipe = ROOT / "recipes" / "cpu" / "smollm2_gdpo" / "config.yaml"  # its settings, at a test's size
+    overrides = {
         "model_name_or_path": "builtin:smollm2-135m-instruct",
-        "dtype": "float32",
-        "use_peft": True,
-        "lora_r": 8,
-        "lora_alpha": 16,
-        "lora_target_modules": ["q_proj", "v_proj"],
         "dataset_name": "sample",
-        "reward_funcs": ["format", "correctness", "integer"],
-        "multi_objective_aggregation": "normalize_then_sum",
-        "num_generations": 2,
-        "per_device_train_batch_size": 4,
-        "max_completion_length": 8,
-        "max_steps": 1,
-        "learning_rate": 1e-4,
-        "seed": 0,
-        "use_cpu": True,
-        "bf16": False,
-        "report_to": "none",
-        "save_strategy": "no",
-        "logging_steps": 1,
+        "num_generations": "2",
+        "per_device_train_batch_size": "4",
+        "max_completion_length": "8",
+        "max_steps": "1",
         "output_dir": str(tmp_path / "run"),
     }
-    config = tmp_path / "recipe.yaml"
-    config.write_text(yaml.safe_dump(recipe))
-    assert train_main(["--config", str(config)]) in (0, None)
+    argv = ["--config", str(recipe), *[token for name, value in overrides.items() for token in (f"--{name}", value)]]
+    assert train_main(argv) in (0, None)
 
     run = tmp_path / "run"
     state = json.loads((run / "trainer_state.json").read_text())
@@ -88,12 +74,13 @@ def test_one_gdpo_step_then_one_eval_batch_on_the_real_model(smollm2_path, tmp_p
     for name in ("format", "correctness", "integer"):
         assert 0.0 <= step[f"rewards/{name}_reward/mean"] <= 1.0
     assert step["completions/max_length"] <= 8  # the budget held
-    assert json.loads((run / "adapter_config.json").read_text())["r"] == 8
+    adapter = json.loads((run / "adapter_config.json").read_text())
+    assert adapter["r"] == 16 and adapter["lora_alpha"] == 32  # the recipe's LoRA
     # The saved run reloads with PEFT and keeps SmolLM2's chat template.
     model = AutoPeftModelForCausalLM.from_pretrained(run)
-    assert sum(p.numel() for n, p in model.named_parameters() if "lora_" in n) == 30 * 8 * (
-        576 + 576 + 576 + 192
-    )  # r=8 on q (576->576), v (576->192)
+    # all-linear: r=16 on q, o (576->576), k, v (576->192), gate, up (576->1536) and down (1536->576), 30 layers
+    per_layer = 2 * (576 + 576) + 2 * (576 + 192) + 3 * (576 + 1536)
+    assert sum(p.numel() for n, p in model.named_parameters() if "lora_" in n) == 30 * 16 * per_layer
     assert "<|im_start|>" in AutoTokenizer.from_pretrained(run).chat_template
 
     summary = evaluate(
