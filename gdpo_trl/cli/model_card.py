@@ -1,18 +1,25 @@
 """The model card ``gdpo train`` leaves in ``output_dir`` (``README.md``), as open-r1's ``grpo.py`` does: TRL's card,
 which ``GDPOTrainer`` fills with its own name, tags and paper, plus what this run was.
 
-:func:`run_card_notes` is that section, from the parsed recipe and the finished trainer: base model, data, method
-(GDPO or GRPO, with the fields that choose it), rewards with their weights and means at the start and end of
-training, and the recipe itself. :func:`attach_run_card` gives it to the trainer before training, so every card
-written has it: with ``push_to_hub: true`` transformers pushes model and card when the model is saved at the end;
-otherwise :func:`write_card` writes the card into ``output_dir``.
+:func:`training_procedure` fills the card's "Training procedure" from the parsed recipe and the trainer: method
+(GDPO or GRPO, with the fields that choose it), steps, batch, hardware, time, and the rewards with their weights and
+means at the start and end of training. :func:`run_card_notes` adds base model, data, the exact command (launch
+flags included) and the recipe itself. :func:`attach_run_card` gives both to the trainer before training, so every
+card written has them: with ``push_to_hub: true`` transformers pushes model and card when the model is saved at the
+end; otherwise :func:`write_card` writes the card into ``output_dir``.
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 
 from gdpo_trl.results.runs import TOTAL_REWARD, reward_ends, reward_key
+
+# The command line ``gdpo train`` was given, launch flags included, for the processes it starts (their own argv
+# holds only the recipe's flags).
+COMMAND_ENV = "GDPO_TRL_COMMAND"
 
 
 def method_line(trainer, training_args) -> str:
@@ -45,9 +52,64 @@ def reward_table(trainer) -> list[str]:
     return lines
 
 
-def run_card_notes(trainer, script_args, training_args, model_args, recipe: str | None, argv: list[str]) -> str:
-    """The card's section about this run (Markdown)."""
+def hardware(trainer, training_args, processes: int) -> str:
+    """What trained, in words: the device kind (the GPU's name) and how many processes."""
+    device = training_args.device
+    if device.type == "cuda":
+        import torch
+
+        kind = torch.cuda.get_device_name(device)
+    else:
+        kind = {"cpu": "CPU", "mps": "Apple GPU (MPS)", "xpu": "Intel GPU (XPU)"}.get(device.type, device.type)
+    return f"{kind}, {processes} process{'es' * (processes > 1)}"
+
+
+def train_seconds(log_history: list[dict]) -> str:
+    """The training time transformers logged at the end (``train_runtime``); a checkpoint's card has none yet."""
+    seconds = next((entry["train_runtime"] for entry in reversed(log_history) if "train_runtime" in entry), None)
+    if seconds is None:
+        return "in progress"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{seconds:.0f} s" if minutes == 0 else f"{minutes} min {rest} s ({seconds:.0f} s)"
+
+
+def training_procedure(trainer, training_args) -> str:
+    """The card's "Training procedure": method, rewards and weights, steps, batch, hardware and time."""
     state, processes = trainer.state, trainer.accelerator.num_processes
+    per_device, accumulation = training_args.per_device_train_batch_size, training_args.gradient_accumulation_steps
+    groups, generation_batch = training_args.num_generations, training_args.generation_batch_size
+    lines = [
+        "## Training procedure",
+        "",
+        f"- **Method:** {method_line(trainer, training_args)}",
+        f"- **Training:** {state.global_step} optimizer steps on {processes} process{'es' * (processes > 1)}, "
+        f"{groups} completions per prompt, learning rate {training_args.learning_rate:g}.",
+        f"- **Batch:** {per_device} completions per device x {processes} process{'es' * (processes > 1)} x "
+        f"{accumulation} accumulation step{'s' * (accumulation > 1)} = {per_device * processes * accumulation} "
+        f"completions per optimizer step; generation batch {generation_batch} completions "
+        f"({generation_batch // groups} prompt{'s' * (generation_batch // groups > 1)} x {groups}).",
+        f"- **Hardware:** {hardware(trainer, training_args, processes)}.",
+        f"- **Time:** {train_seconds(state.log_history)}.",
+        "- **Rewards and weights:**",
+        "",
+        *reward_table(trainer),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run_command(argv: list[str], processes: int) -> str:
+    """The command that started the run: ``gdpo train`` with its launch flags (the launcher passes it to the
+    processes), else the equivalent ``accelerate launch`` of a run started by accelerate itself."""
+    command = os.environ.get(COMMAND_ENV)
+    if command:
+        return command
+    if processes > 1:
+        return f"accelerate launch --num_processes {processes} -m gdpo_trl.cli.train {shlex.join(argv)}"
+    return f"gdpo train {shlex.join(argv)}"
+
+
+def run_card_notes(trainer, script_args, model_args, recipe: str | None, argv: list[str]) -> str:
+    """The card's section about this run (Markdown): base model, data, the command and the recipe."""
     data = f"`{script_args.dataset_name}`"
     if script_args.dataset_path:
         data += f" from `{script_args.dataset_path}`"
@@ -56,15 +118,10 @@ def run_card_notes(trainer, script_args, training_args, model_args, recipe: str 
         "",
         f"- **Base model:** `{model_args.model_name_or_path}`",
         f"- **Data:** {data}, split `{script_args.dataset_train_split}`",
-        f"- **Method:** {method_line(trainer, training_args)}",
-        f"- **Training:** {state.global_step} optimizer steps on {processes} process{'es' * (processes > 1)}, "
-        f"{training_args.num_generations} completions per prompt, learning rate {training_args.learning_rate:g}.",
-        "",
-        *reward_table(trainer),
         "",
         "### Recipe",
         "",
-        f"`gdpo train {' '.join(argv)}`",
+        f"`{run_command(argv, trainer.accelerator.num_processes)}`",
     ]
     if recipe is not None:
         lines += ["", "```yaml", Path(recipe).read_text().rstrip(), "```"]
@@ -76,7 +133,8 @@ def attach_run_card(trainer, script_args, training_args, model_args, recipe: str
     ``save_model`` pushes (``push_to_hub: true``: transformers pushes the model with its card there), at the end."""
     trainer.model_card_base_model = model_args.model_name_or_path
     trainer.model_card_notes = [
-        lambda: run_card_notes(trainer, script_args, training_args, model_args, recipe, argv),
+        lambda: training_procedure(trainer, training_args),
+        lambda: run_card_notes(trainer, script_args, model_args, recipe, argv),
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 from collections.abc import Callable
@@ -20,18 +21,35 @@ GDPO_PAPER = {
 }
 
 
+PROCEDURE = "## Training procedure"
+
+
 def rewrite_card(output_dir: str, base_model: str | None, notes: list[str | Callable[[], str]]) -> None:
     """Rewrite the ``README.md`` TRL wrote in ``output_dir``: ``base_model`` where TRL, given a local folder, names
-    none; ``notes`` (Markdown sections, or callables returning them) before the citations."""
+    none; the quick start's pipeline loads this folder where the run was not pushed (TRL writes ``model="None"``);
+    a note that starts with ``## Training procedure`` fills that section of TRL's card (whose badges for trackers
+    not used leave blank lines), the other ``notes`` (Markdown sections, or callables returning them) go before the
+    citations."""
     path = os.path.join(output_dir, "README.md")
     with open(path, encoding="utf-8") as file:
         card = file.read()
     # TRL's template links the base model as a Hub id; for a model loaded from a folder it has none ("None").
     base = f"`{base_model}`" if base_model else "a local model"
     card = card.replace("[None](https://huggingface.co/None)", base)
-    if notes:
+    if base_model:
+        card = card.replace("generator = pipeline(", f"# fine-tuned from {base_model}\ngenerator = pipeline(", 1)
+    card = card.replace('model="None"', f"model={json.dumps(output_dir)}")  # this folder, where not pushed
+    texts = [note() if callable(note) else note for note in notes]
+    procedure = [text for text in texts if text.startswith(PROCEDURE)]
+    if procedure and PROCEDURE in card:
+        head, mark, tail = card.partition(PROCEDURE)
+        badges, versions, rest = tail.partition("### Framework versions")
+        badges = "\n".join(line for line in badges.splitlines() if line.strip())  # unused trackers: blank lines
+        body = procedure[0][len(PROCEDURE) :].strip()
+        card = head + mark + "\n\n" + "\n\n".join(filter(None, (body, badges))) + "\n\n" + versions + rest
+    others = [text for text in texts if not text.startswith(PROCEDURE)]
+    if others:
         head, mark, tail = card.partition("## Citations")
-        texts = [note() if callable(note) else note for note in notes]
-        card = head + "\n\n".join(texts).strip() + "\n\n" + mark + tail
+        card = head + "\n\n".join(others).strip() + "\n\n" + mark + tail
     with open(path, "w", encoding="utf-8") as file:
         file.write(card)

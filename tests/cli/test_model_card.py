@@ -69,6 +69,17 @@ def test_gdpo_run_card_names_gdpo_its_paper_and_the_run_and_is_pushed(tmp_path, 
     assert "@article{liu2026gdpo," in card and "@software{vonwerra2020trl," in card  # the paper's and TRL's
     assert "Cite GDPO as:" in card and "DeepSeekMath" not in card
     assert "fine-tuned version of `builtin:warmstart`" in card and "huggingface.co/None" not in card
+    assert "# fine-tuned from builtin:warmstart\n" in card and 'model="None"' not in card
+    procedure = card.split("## Training procedure\n\n")[1].split("### Framework versions")[0]
+    assert procedure.startswith("- **Method:** GDPO: each reward normalized within its group")
+    assert (
+        "- **Batch:** 32 completions per device x 1 process x 1 accumulation step = 32 completions per " in procedure
+    )
+    assert (
+        "generation batch 32 completions (4 prompts x 8)" in procedure
+        and "- **Hardware:** CPU, 1 process." in procedure
+    )
+    assert re.search(r"- \*\*Time:\*\* \d+ s\.", procedure) and "| `format_reward` | 1 |" in procedure
     assert "- **Data:** `warmstart`, split `train`" in card
     assert "- **Method:** GDPO: each reward normalized within its group" in card
     assert "`multi_objective_aggregation: normalize_then_sum`, `gdpo_batch_norm: true`" in card
@@ -89,7 +100,21 @@ def test_grpo_run_card_says_grpo(tmp_path):
     out = tmp_path / "grpo"
     main(["--config", "cpu/grpo", "--max_steps", "1", "--output_dir", str(out)])
     card = (out / "README.md").read_text()
+    assert f'model="{out}"' in card  # not pushed: the quick start loads this folder
     assert "This model was trained with GRPO, a method introduced in [DeepSeekMath" in card
     assert "- grpo\n" in card and "- gdpo\n" not in card and "liu2026gdpo" not in card
     assert "- **Method:** GRPO: the weighted sum of rewards normalized within each group" in card
     assert "`multi_objective_aggregation: sum_then_normalize`, `scale_rewards: group`" in card
+
+
+def test_the_card_names_the_command_with_its_launch_flags(monkeypatch):
+    """Processes started by `gdpo train` see only the recipe's flags: the launcher hands them its whole command."""
+    from gdpo_trl.cli.model_card import COMMAND_ENV, run_command
+
+    monkeypatch.setenv(COMMAND_ENV, "gdpo train --config cpu/gdpo --accelerate_config zero2 --num_processes 2")
+    assert run_command(["--config", "cpu/gdpo"], 2).endswith("--accelerate_config zero2 --num_processes 2")
+    monkeypatch.delenv(COMMAND_ENV)
+    assert run_command(["--config", "cpu/gdpo"], 1) == "gdpo train --config cpu/gdpo"
+    assert run_command(["--config", "cpu/gdpo"], 2) == (
+        "accelerate launch --num_processes 2 -m gdpo_trl.cli.train --config cpu/gdpo"
+    )
