@@ -42,3 +42,15 @@ def test_paper_batch_arithmetic():
     assert recipe["max_steps"] * per_optimizer_step // per_generation == 100  # the reference's ~100 steps
     assert recipe["learning_rate"] == 1e-6 and recipe["lr_scheduler_type"] == "constant"
     assert (recipe["epsilon"], recipe["temperature"], recipe["max_completion_length"]) == (0.2, 1.0, 1024)
+
+
+def test_gd2po_recipes_are_their_gdpo_twins_with_gd2po_aggregation():
+    """The GD2PO recipes (GSM8K-style and tool calling on CPU, tool calling at paper scale) change the aggregation,
+    set the GD2PO paper's threshold and rename their outputs; nothing else."""
+    twins = [("recipes/cpu/gdpo", "recipes/cpu/gd2po"), ("recipes/cpu/toolcall_gdpo", "recipes/cpu/toolcall_gd2po")]
+    twins.append(("recipes/Qwen2.5-1.5B-Instruct/toolcall_gdpo", "recipes/Qwen2.5-1.5B-Instruct/toolcall_gd2po"))
+    for gdpo_path, gd2po_path in twins:
+        gdpo, gd2po = _load(f"{gdpo_path}/config.yaml"), _load(f"{gd2po_path}/config.yaml")
+        assert _differing(gdpo, gd2po) == {"multi_objective_aggregation", "gd2po_threshold", "output_dir", "run_name"}
+        assert (gd2po["multi_objective_aggregation"], gd2po["gd2po_threshold"]) == ("gd2po", 0.2)
+        assert "gd2po" in gd2po["output_dir"] and "gd2po" in gd2po["run_name"]
