@@ -192,10 +192,12 @@ def main(argv=None):
     from gdpo_trl.recipe.arguments import build_reward_funcs
     from gdpo_trl.recipe.resume_settings import saved_record
     from gdpo_trl.results.compare import (
+        CONFLICT_KEYS,
         METHODS,
         OUTCOME_ONLY,
         collect,
         comparison_table,
+        conflict_table,
         logged_reward_names,
         plot_comparison,
         run_dir,
@@ -219,9 +221,12 @@ def main(argv=None):
     # The total `reward` only compares like with like: not when a method trains on fewer of the rewards.
     total = not any(METHODS[m].get(OUTCOME_ONLY) for m in args.methods)
     names = logged_reward_names(names, [load_run(run_dir(out_dir, m, s)) for m in args.methods for s in args.seeds])
-    metrics = [reward_key(n) for n in names] + ["reward"]
+    metrics = [reward_key(n) for n in names] + ["reward", *CONFLICT_KEYS]
     curves = [collect(out_dir, m, args.seeds, metrics) for m in args.methods]
     table = comparison_table(curves, names + ["reward"] * total, gain=args.gain, window=args.window, tail=args.window)
+    conflicts = conflict_table(curves)
+    if conflicts:  # how often the rewards disagreed, and what GD2PO masks (docs/gd2po.md)
+        table += "\n\nConflicts (each run's mean over its steps, then mean ± std over seeds):\n\n" + conflicts
     steps = curves[0].steps[-1] if curves[0].steps else 0
     # The runs' own settings, as each recorded them (with --skip_training this command's flags may differ).
     ran = {**shared, **(saved_record(run_dir(out_dir, args.methods[0], args.seeds[0])) or {})}

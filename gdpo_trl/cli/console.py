@@ -79,6 +79,7 @@ def bound_completions_logging(args, argv: list[str] = (), on_cpu: bool | None = 
 
 
 _REWARD = re.compile(r"rewards/(.+?)(?:_reward)?/mean")
+CONFLICT_LABELS = (("conflict/share", "conflict"), ("conflict/masked_share", "masked"))
 
 
 def format_loss(value: float) -> str:
@@ -90,8 +91,9 @@ def format_loss(value: float) -> str:
 
 
 def compact_line(logs: dict, step: int, max_steps: int) -> str | None:
-    """One line for a Trainer log entry: step, each reward's mean, the total, completion length and loss; or None for
-    an entry without a reward (e.g. the final runtime summary, which the Trainer prints itself)."""
+    """One line for a Trainer log entry: step, each reward's mean, the total, completion length, the conflict shares
+    (multi-reward runs) and loss; or None for an entry without a reward (e.g. the final runtime summary, which the
+    Trainer prints itself)."""
     rewards = [(m.group(1), value) for key, value in logs.items() if (m := _REWARD.fullmatch(key))]
     if not rewards:
         return None
@@ -99,6 +101,10 @@ def compact_line(logs: dict, step: int, max_steps: int) -> str | None:
     for key, label, spec in (("reward", "total", ".2f"), ("completions/mean_length", "len", ".1f")):
         if key in logs:
             parts.append(f"{label} {format_value(logs[key], spec)}")
+    # Multi-reward runs: the share of rollouts whose rewards conflict and the share GD2PO's rule masks (docs/gd2po.md).
+    conflict = [f"{label} {format_value(logs[key], '.2f')}" for key, label in CONFLICT_LABELS if key in logs]
+    if conflict:
+        parts.append(" ".join(conflict))
     if "loss" in logs:
         loss = logs["loss"]
         parts.append(f"loss {format_loss(loss) if _is_number(loss) else NO_VALUE}")

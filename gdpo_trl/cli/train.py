@@ -71,11 +71,13 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def final_summary(trainer, output_dir: str) -> str:
-    """The rewards at the start and end of training (from :mod:`gdpo_trl.results.runs`), and where the model is."""
-    from gdpo_trl.results.runs import format_ends, reward_ends
+    """The rewards (and the conflict shares) at the start and end of training (from :mod:`gdpo_trl.results.runs`),
+    and where the model is."""
+    from gdpo_trl.results.runs import conflict_ends, format_ends, reward_ends
 
     state, processes = trainer.state, trainer.accelerator.num_processes
     rows, window = reward_ends(state.log_history, trainer.reward_func_names)
+    rows += conflict_ends(state.log_history, window)  # multi-reward runs: how often the rewards disagreed
     return "\n".join(
         [
             f"Training finished after {state.global_step} steps on {processes} process{'es' * (processes > 1)}.",

@@ -143,6 +143,30 @@ def comparison_table(
     return "\n".join(lines)
 
 
+# The conflict metrics every multi-reward run logs (GD2PO adds the kept shares), in the order the tables show them.
+CONFLICT_KEYS = (
+    "conflict/share",
+    "conflict/masked_share",
+    "conflict/kept_share",
+    "conflict/group_keep_ratio_min",
+)
+
+
+def conflict_table(curves: list[MethodCurves]) -> str:
+    """Markdown: per method, how often its rollouts' rewards conflicted (``conflict/share``), the share GD2PO's rule
+    masks or would mask (``conflict/masked_share``), and under GD2PO what it kept: each run's mean over its logged
+    steps, then mean ± std over seeds; ``-`` where a method did not log the metric. Empty when no run logged any
+    (a single reward, or process rewards)."""
+    keys = [k for k in CONFLICT_KEYS if any(k in c.values for c in curves)]
+    if not keys:
+        return ""
+    lines = ["| method | " + " | ".join(f"`{k}`" for k in keys) + " |", "|---|" + "---:|" * len(keys)]
+    for c in curves:
+        cells = [_mean_spread([statistics.fmean(v) for v in c.values[k]]) if k in c.values else "-" for k in keys]
+        lines.append(f"| {LABELS.get(c.method, c.method)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def plot_comparison(
     curves: list[MethodCurves], reward_names: list[str], out_png: Path, *, window: int, title: str, total: bool = True
 ):

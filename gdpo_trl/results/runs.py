@@ -262,6 +262,22 @@ def reward_ends(log_history: list[dict], reward_names: list[str]) -> tuple[list[
     return [(key, sum(v[:window]) / window, sum(v[-window:]) / window) for key, v in series.items()], window
 
 
+CONFLICT_ENDS = ("conflict/share", "conflict/masked_share", "conflict/kept_share")
+
+
+def conflict_ends(log_history: list[dict], window: int) -> list[tuple[str, float, float]]:
+    """Rows as :func:`reward_ends`'s for the conflict metrics the run logged (every multi-reward run:
+    ``conflict/share`` and ``conflict/masked_share``; GD2PO also ``conflict/kept_share``), averaged over the same
+    ``window`` of logged steps at each end."""
+    history = history_from_log(log_history)
+    rows = []
+    for key in CONFLICT_ENDS:
+        values = [value for _, value in history.get(key, [])]
+        if len(values) >= window:
+            rows.append((key, sum(values[:window]) / window, sum(values[-window:]) / window))
+    return rows
+
+
 def format_ends(rows: list[tuple[str, float, float]], window: int) -> str:
     """A small plain-text table of :func:`reward_ends`: each metric at the start and the end of training."""
     width = max([len("metric"), *(len(metric) for metric, _, _ in rows)])

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gdpo_trl.cli.train import main, parse_args
 from gdpo_trl.results.runs import format_ends, reward_ends
@@ -192,6 +193,31 @@ def test_summary_table():
     assert "rewards/format_reward/mean     0.000     0.250" in format_ends(rows, window)
 
 
+def test_summary_shows_the_conflict_shares():
+    """A multi-reward run's end-of-training summary: how often its rollouts' rewards disagreed, and what GD2PO's
+    rule masked (or would mask), at the start and the end, as the rewards are."""
+    from types import SimpleNamespace
+
+    from gdpo_trl.cli.train import final_summary
+    from gdpo_trl.results.runs import conflict_ends
+
+    log_history = [
+        {"rewards/f/mean": 0.0, "reward": 0.0, "conflict/share": 0.5, "conflict/masked_share": 0.25, "step": 1},
+        {"rewards/f/mean": 1.0, "reward": 1.0, "conflict/share": 0.25, "conflict/masked_share": 0.0, "step": 2},
+    ]
+    assert conflict_ends(log_history, 1) == [("conflict/share", 0.5, 0.25), ("conflict/masked_share", 0.25, 0.0)]
+    assert conflict_ends(log_history[:1], 2) == [] and conflict_ends([{"reward": 1.0, "step": 1}], 1) == []
+    state = SimpleNamespace(log_history=log_history, global_step=2)
+    trainer = SimpleNamespace(state=state, accelerator=SimpleNamespace(num_processes=1), reward_func_names=["f"])
+    lines = final_summary(trainer, "out").splitlines()
+    assert lines[2:6] == [
+        "rewards/f/mean            0.000     1.000",
+        "reward                    0.000     1.000",
+        "conflict/share            0.500     0.250",
+        "conflict/masked_share     0.250     0.000",
+    ]
+
+
 def test_summary_averages_the_ends_of_a_longer_run():
     log_history = [{"reward": float(step), "step": step} for step in range(1, 41)]
     rows, window = reward_ends(log_history, [])
@@ -234,6 +260,16 @@ def test_every_cpu_recipe_trains_two_steps(recipe, tmp_path):
     assert _steps(state) == [1, 2]
     steps = [e for e in state["log_history"] if "loss" in e]
     assert len(steps) == 2 and all("advantages/distinct_per_group" in e for e in steps)
+    # Every multi-reward run of outcome rewards logs how often its rollouts' rewards conflict; GD2PO also what it
+    # kept (docs/gd2po.md). Process rewards (token-level advantages) log no conflict metrics yet.
+    config = yaml.safe_load(recipe.read_text())
+    gd2po = config.get("multi_objective_aggregation") == "gd2po"
+    conflict = set() if "equations" in config["reward_funcs"] else {"conflict/share", "conflict/masked_share"}
+    if gd2po:
+        conflict |= {"conflict/kept_share", "conflict/group_keep_ratio", "conflict/group_keep_ratio_min"}
+    assert all(conflict == {k for k in e if k.startswith("conflict/")} for e in steps), steps[0].keys()
+    if gd2po:
+        assert all(e["conflict/kept_share"] == pytest.approx(1 - e["conflict/masked_share"]) for e in steps)
 
 
 @pytest.mark.slow

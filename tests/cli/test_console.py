@@ -23,6 +23,9 @@ def test_compact_line():
         "loss 0.0922"
     )
     assert compact_line({"train_runtime": 12.0, "train_loss": 0.1}, 40, 40) is None  # the Trainer's own summary
+    # A multi-reward run: how often the rollouts' rewards conflict, and what GD2PO's rule masks (or would mask).
+    conflict = {"conflict/share": 0.359, "conflict/masked_share": 0.125, "conflict/kept_share": 0.875}
+    assert compact_line({**logs, **conflict}, 4, 40).endswith("| len 14.0 | conflict 0.36 masked 0.12 | loss 0.0922")
 
 
 

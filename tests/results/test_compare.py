@@ -34,6 +34,22 @@ def test_comparison_table_hand_values():
     assert "| GDPO | format_reward | 0.100 | 0.800 ± 0.283 | 2.5 (2/2 seeds) | 0.400 ± 0.141 |" in table
 
 
+def test_conflict_table_hand_values():
+    from gdpo_trl.results.compare import conflict_table
+
+    gdpo = MethodCurves("gdpo", [1, 2], {"conflict/share": [[0.25, 0.75], [0.5, 0.5]]})
+    shares = {
+        "conflict/share": [[0.5, 0.5]],
+        "conflict/masked_share": [[0.0, 0.25]],
+        "conflict/kept_share": [[1, 0.75]],
+    }
+    table = conflict_table([gdpo, MethodCurves("gd2po", [1, 2], shares)]).splitlines()
+    assert table[0] == "| method | `conflict/share` | `conflict/masked_share` | `conflict/kept_share` |"
+    # GDPO: each seed's mean over steps is 0.5 -> 0.500 ± 0.000; one seed prints its mean alone.
+    assert table[2:] == ["| GDPO | 0.500 ± 0.000 | - | - |", "| GD2PO | 0.500 | 0.125 | 0.875 |"]
+    assert conflict_table([MethodCurves("grpo", [1], {"rewards/f/mean": [[1.0]]})]) == ""  # one reward: no table
+
+
 def test_compared_rewards_are_those_logged_in_the_recipes_order():
     """A conditioned reward is compared under its logged name, and an environment's own reward (which the recipe
     does not list; trainer_state.json sorts its keys) comes after the recipe's."""
@@ -185,7 +201,7 @@ def test_unknown_recipe_fails_naming_it():
 @pytest.mark.parametrize(
     ("recipe", "model", "methods", "rows", "total"),
     [
-        ("toolcall_gdpo", "builtin:tiny", ["grpo", "gdpo"], ["tool_format", "tool_correctness"], True),
+        ("toolcall_gdpo", "builtin:tiny", ["grpo", "gdpo", "gd2po"], ["tool_format", "tool_correctness"], True),
         # The warm start (the recipe's model): a random model writes no equations to score.
         ("gdpo_process", None, ["gdpo_outcome_only", "gdpo"], ["correctness_reward", "equations_reward"], False),
     ],
@@ -200,7 +216,7 @@ def test_two_step_comparison_of_another_recipe(recipe, model, methods, rows, tot
     )
     table = (out / "comparison.md").read_text()
     for method in methods:
-        label = {"grpo": "GRPO", "gdpo": "GDPO", "gdpo_outcome_only": "GDPO outcome only"}[method]
+        label = {"grpo": "GRPO", "gdpo": "GDPO", "gd2po": "GD2PO", "gdpo_outcome_only": "GDPO outcome only"}[method]
         for reward in rows:
             assert f"| {label} | {reward} |" in table
         assert (f"| {label} | reward |" in table) is total  # no total when one method trains on fewer rewards
@@ -209,4 +225,9 @@ def test_two_step_comparison_of_another_recipe(recipe, model, methods, rows, tot
         assert len(steps) == 2, history  # an empty filter must not pass the check below
         assert all(f"rewards/{rows[-1]}/mean" in entry for entry in steps)
     assert f"recipe {_recipe(recipe)}" in table and "2 steps of 2 prompts x 2 completions" in table
+    # Outcome rewards: every method's conflict share, and GD2PO's kept share (process rewards log none yet).
+    conflicts = [line for line in table.splitlines() if line.startswith("| method | `conflict/share`")]
+    assert len(conflicts) == (recipe == "toolcall_gdpo")
+    if conflicts:
+        assert ("`conflict/kept_share`" in conflicts[0]) == ("gd2po" in methods)
     assert (out / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
