@@ -30,7 +30,13 @@ from pathlib import Path
 from gdpo_trl.results import stats as rs
 from gdpo_trl.results.runs import STATE_FILE, Run, history_from_log, load_run, reward_names
 
-LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo_outcome_only": "GDPO outcome only", "gdpo": "GDPO"}
+LABELS = {
+    "grpo": "GRPO",
+    "grpo_no_std": "GRPO w/o std",
+    "gdpo_outcome_only": "GDPO outcome only",
+    "gdpo": "GDPO",
+    "gd2po": "GD2PO",
+}
 RUN_DIR = re.compile(r"(?P<method>.+)-seed(?P<seed>\d+)")
 TOTAL = "total"
 DIAGNOSTICS = ("frac_reward_zero_std", "advantages/distinct_per_group", "advantages/distinct_per_group_grpo")
@@ -40,7 +46,7 @@ RUNTIME = "train_runtime"  # seconds of Trainer.train, logged once at the end of
 # counts, gradient norms and the like are left out to keep the files small).
 KEPT_KEYS = re.compile(
     r"step|epoch|loss|entropy|learning_rate|reward|reward_std|frac_reward_zero_std|step_time|train_runtime"
-    r"|completions/mean_length|rewards/.+|advantages/.+|reward_weights/.+"
+    r"|completions/mean_length|rewards/.+|advantages/.+|reward_weights/.+|conflict/.+"
 )
 
 
@@ -58,6 +64,7 @@ def parse_args(argv=None):
     parser.add_argument("--method", default="gdpo", help="the method compared with every other")
     parser.add_argument("--tail", type=int, default=10, help="a run's final value: mean of its last TAIL steps")
     parser.add_argument("--no-total", action="store_true", help="leave out the total (methods train on other sums)")
+    parser.add_argument("--holm", action="store_true", help="Holm's adjusted p instead of the Bonferroni column")
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--bootstrap-seed", type=int, default=0)
     return parser.parse_args(argv)
@@ -133,7 +140,7 @@ def diagnostics_table(runs) -> str:
     """Per method: each diagnostic's mean over steps, then mean ± std over seeds (exploratory)."""
     every = sorted({k for _, _, run in runs for k in run.history})
     keys = [k for k in every if k.endswith("/frac_zero_std")] + [k for k in every if k.endswith("/advantage_share")]
-    keys += list(DIAGNOSTICS)
+    keys += list(DIAGNOSTICS) + [k for k in every if k.startswith("conflict/")]
     lines = ["| method | " + " | ".join(f"`{k}`" for k in keys) + " |", "|---|" + "---:|" * len(keys)]
     for method in rs.ordered_unique(m for m, _, _ in runs):
         cells = []
@@ -203,6 +210,9 @@ def report(task: str, rows: list[dict], args, runs=None) -> str:
         for reward in rewards
         for other in others
     ]
+    family = [i for i, c in enumerate(comparisons) if c.reward != TOTAL]
+    adjusted = rs.holm_adjusted([comparisons[i].welch.p for i in family])
+    holm = dict(zip(family, adjusted, strict=True)) if args.holm else None
     parts = [
         f"# Seed study: {task}\n",
         f"Methods {', '.join(methods)}; seeds {seeds}; a run's final value = mean of its last {args.tail} logged "
@@ -213,8 +223,13 @@ def report(task: str, rows: list[dict], args, runs=None) -> str:
         f"Welch's two-sided t-test; 95% percentile bootstrap of the difference of means ({args.resamples} resamples "
         f"per comparison, numpy seed {args.bootstrap_seed}); verdict from the CI: ahead if it excludes 0 on "
         "GDPO's side, behind if on the other, else level. Last column (secondary): whether a non-level verdict's p "
-        f"is also below the Bonferroni threshold over the task's comparisons other than `{TOTAL}`.\n",
-        rs.comparison_table(comparisons, LABELS, bonferroni_m=sum(c.reward != TOTAL for c in comparisons)),
+        + (
+            f"also holds under Holm's procedure at family-wise 0.05 over the task's comparisons other than `{TOTAL}`, "
+            "with their Holm-adjusted p.\n"
+            if args.holm
+            else f"is also below the Bonferroni threshold over the task's comparisons other than `{TOTAL}`.\n"
+        ),
+        rs.comparison_table(comparisons, LABELS, bonferroni_m=len(family), holm=holm),
     ]
     if runs is not None:
         parts += [

@@ -143,6 +143,18 @@ def compare(
     return Comparison(reward, method, other, ma, mb, ma - mb, welch_t_test(a, b), ci, verdict(ci))
 
 
+def holm_adjusted(pvalues: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input's order: sorted ascending, the j-th smallest (1-based) of m
+    becomes ``max over i <= j of min(1, (m - i + 1) p_(i))``. A comparison holds at family-wise level alpha under
+    Holm's procedure exactly when its adjusted p is at most alpha."""
+    m = len(pvalues)
+    adjusted, running = [0.0] * m, 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: pvalues[i])):
+        running = max(running, min(1.0, (m - rank) * pvalues[index]))
+        adjusted[index] = running
+    return adjusted
+
+
 # --- rows: from runs, to and from JSON --------------------------------------------------------------------------
 
 
@@ -216,16 +228,22 @@ def format_p(p: float) -> str:
 
 
 def comparison_table(
-    comparisons: list[Comparison], labels: dict[str, str] | None = None, *, bonferroni_m: int | None = None
+    comparisons: list[Comparison],
+    labels: dict[str, str] | None = None,
+    *,
+    bonferroni_m: int | None = None,
+    holm: dict[int, float] | None = None,
 ) -> str:
     """Markdown: per reward and baseline, GDPO's mean minus the baseline's, Welch's t, df and p, the bootstrap CI
-    and the verdict; with ``bonferroni_m``, whether a non-level verdict's p is also below 0.05 / m."""
+    and the verdict; with ``bonferroni_m``, whether a non-level verdict's p is also below 0.05 / m; with ``holm``
+    (comparison index -> Holm-adjusted p, :func:`holm_adjusted` over the family), instead the adjusted p and
+    whether a non-level verdict also holds under Holm at 0.05 (``-`` for a comparison outside the family)."""
     labels = labels or {}
-    extra = bonferroni_m is not None
+    extra = bonferroni_m is not None and holm is None
     head = "| reward | GDPO − baseline | baseline | difference | Welch t (df) | Welch p | 95% bootstrap CI | verdict |"
     lines = [
-        head + (f" p < 0.05/{bonferroni_m} |" if extra else ""),
-        "|---|---|---:|---:|---:|---:|---:|---|" + ("---|" if extra else ""),
+        head + (f" p < 0.05/{bonferroni_m} |" if extra else "") + (" Holm p | holds under Holm |" if holm else ""),
+        "|---|---|---:|---:|---:|---:|---:|---|" + ("---|" if extra else "") + ("---:|---|" if holm else ""),
     ]
     for c in comparisons:
         name = f"{labels.get(c.method, c.method)} − {labels.get(c.other, c.other)}"
@@ -235,5 +253,9 @@ def comparison_table(
         )
         if extra:
             line += " - |" if c.verdict == LEVEL else (" yes |" if c.welch.p < 0.05 / bonferroni_m else " no |")
+        if holm:
+            index = len(lines) - 2
+            held = "-" if index not in holm or c.verdict == LEVEL else "yes" if holm[index] <= 0.05 else "no"
+            line += f" {format_p(holm[index]) if index in holm else '-'} | {held} |"
         lines.append(line)
     return "\n".join(lines)

@@ -127,6 +127,22 @@ def test_json_round_trip_and_tables(tmp_path):
         rs.finals(rows, "gdpo", "missing")
 
 
+def test_holm_adjusted_p_values():
+    # Sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, then 0.04 x 1 = 0.04 raised to the running 0.06.
+    assert rs.holm_adjusted([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert rs.holm_adjusted([0.5, 0.6]) == [1.0, 1.0]  # capped at 1
+    assert rs.holm_adjusted([0.02]) == [0.02] and rs.holm_adjusted([]) == []
+    c = rs.compare([*_rows("gd2po", [1.0, 1.1, 1.2]), *_rows("gdpo", [0.0, 0.1, 0.2])], "f", "gd2po", "gdpo", seed=0)
+    table = rs.comparison_table([c, c], {"gd2po": "GD2PO"}, bonferroni_m=2, holm={0: 0.004})
+    head, _, first, second = table.splitlines()
+    assert head.endswith("| Holm p | holds under Holm |") and "0.05/2" not in head
+    assert first.endswith("**ahead** | 0.004 | yes |") and second.endswith("**ahead** | - | - |")
+
+
+def _rows(method: str, finals: list[float]) -> list[dict]:
+    return [{"task": "t", "method": method, "seed": s, "reward": "f", "final": v} for s, v in enumerate(finals)]
+
+
 def test_seed_study_script(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("seed_study", ROOT / "scripts" / "seed_study.py")
     script = importlib.util.module_from_spec(spec)

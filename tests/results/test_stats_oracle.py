@@ -20,6 +20,7 @@ from tests.helpers.studies import STUDIES as FLAGS
 
 STUDIES = [task for task in LOGGED if task not in PILOTS]  # a fixed list: a missing study fails
 METHOD = {"GRPO": "grpo", "GRPO w/o std": "grpo_no_std", "GDPO": "gdpo", "GDPO outcome only": "gdpo_outcome_only"}
+METHOD["GD2PO"] = "gd2po"
 TAIL, RESAMPLES, SEEDS = 10, 10_000, 10
 
 
@@ -136,6 +137,29 @@ def test_welch_bootstrap_and_verdicts_against_scipy(task):
         assert abs(ref.low - low) < 0.01 and abs(ref.high - high) < 0.01, (where, ref, low, high)
         expected = "ahead" if low > 0 else "behind" if high < 0 else "level"
         assert verdict == f"**{expected}**", where
+
+
+def _holm(pvalues: list[float]) -> list[float]:
+    """Holm's adjusted p by its definition: for each p, the largest over the p-values no larger than it (ties
+    included) of min(1, (m - rank + 1) p), rank counted from 1 among the ascending p-values."""
+    ranked = sorted(pvalues)
+    return [max(min(1.0, (len(ranked) - i) * q) for i, q in enumerate(ranked) if q <= p) for p in pvalues]
+
+
+@pytest.mark.parametrize("task", [task for task in STUDIES if "--holm" in FLAGS[task]])
+def test_holm_column_against_scipy_p_values(task):
+    """The multiple-comparison reading of H7: Holm over the task's comparisons other than the total."""
+    finals = _finals(task)
+    body = [row for row in _table(task, "against each other method") if row[0] != "total"]
+    pvalues = []
+    for reward, pair, *_ in body:
+        method, other = (METHOD[x.strip()] for x in pair.split("−"))
+        pvalues.append(sps.ttest_ind(_seeds(finals, method, reward), _seeds(finals, other, reward), equal_var=False))
+    adjusted = _holm([w.pvalue for w in pvalues])
+    for row, p in zip(body, adjusted, strict=True):
+        *_, verdict, shown, holds = row
+        assert _shows(shown, p) or (shown == "1.000" and p == 1.0), (task, row, p)
+        assert holds == ("-" if verdict == "**level**" else "yes" if p <= 0.05 else "no"), (task, row, p)
 
 
 @pytest.mark.parametrize("task", STUDIES)
