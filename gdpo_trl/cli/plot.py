@@ -17,6 +17,7 @@ from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.cli.spellings import renamed
 from gdpo_trl.core.argparsing import OneLineErrors
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.safe_write import check_file_target, write_text_whole
 from gdpo_trl.results.plots import plot_runs
 from gdpo_trl.results.runs import load_runs, summary_table
 
@@ -51,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--window must be >= 1, got {args.window}")
     if args.names is not None and len(args.names) != len(args.runs):
         parser.error(f"--names has {len(args.names)} names for {len(args.runs)} runs")
+    if args.table:
+        check_file_target(args.table, "gdpo plot --table", "runs.md")  # before the runs are read
     try:
         runs = load_runs(args.runs, args.names)
     except (FileNotFoundError, ValueError) as err:  # ValueError covers unreadable JSON too
@@ -59,9 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     table = summary_table(runs)
     print(table, end="")
     # Status lines go to stderr so that stdout stays pure Markdown when redirected to a file.
-    if args.table:
-        args.table.parent.mkdir(parents=True, exist_ok=True)
-        args.table.write_text(table, encoding="utf-8")
+    if args.table:  # whole or not at all: a folder, read-only or full disk is named in one line (exit 2)
+        write_text_whole(args.table, table, "gdpo plot --table")
         print(f"wrote table to {args.table}", file=sys.stderr)
     try:
         out = plot_runs(runs, args.output_file, window=args.window, title=args.title)

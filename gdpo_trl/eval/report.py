@@ -6,7 +6,6 @@ import contextlib
 import contextvars
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -133,6 +132,9 @@ def plan_output_dir(options: dict, overwrite: bool = False) -> Path:
             backend=options.get("backend"), dtype=options.get("dtype"),
         )  # fmt: skip
     refuse_earlier_result(out, overwrite)
+    from gdpo_trl.core.safe_write import check_writable_folder
+
+    check_writable_folder(out, "gdpo eval --output_dir")  # now, not after the evaluation's minutes
     return Path(out)
 
 
@@ -147,16 +149,15 @@ def write_outputs(output_dir: Path, summary: dict, rows: Sequence[dict], overwri
     An earlier result there is refused unless ``overwrite`` (default: inside :func:`replacing_results`). Each file is
     written beside its final name and renamed into place, so an interrupted write never leaves half a result.
     """
+    from gdpo_trl.core.safe_write import write_text_whole
+
     refuse_earlier_result(output_dir, _REPLACING.get() if overwrite is None else overwrite)
-    output_dir.mkdir(parents=True, exist_ok=True)
     texts = {
         "summary.json": json.dumps(summary, indent=2) + "\n",
         "completions.jsonl": "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
     }
-    for name, text in texts.items():
-        partial = output_dir / f".{name}.partial"
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, output_dir / name)
+    for name, text in texts.items():  # a read-only folder, a full disk: one line naming the file, no .partial left
+        write_text_whole(output_dir / name, text, "gdpo eval")
 
 
 def format_summary(summary: dict) -> str:

@@ -15,13 +15,16 @@ import os
 import shutil
 from pathlib import Path
 
+from gdpo_trl.core.safe_write import os_error_in, write_error
 from gdpo_trl.models.build_lock import build_lock as _build_lock  # waits, saying for what and how long
 from gdpo_trl.models.tiny import ARCHITECTURES, BUILD_VERSION, CHAT_TEMPLATE, SPECIAL_TOKENS, TAGS, save_tiny_model
+
+CACHE_ENV = "GDPO_TRL_CACHE"
 
 
 def cache_dir() -> Path:
     """Where built models are kept: ``$GDPO_TRL_CACHE``, else ``~/.cache/gdpo_trl``."""
-    return Path(os.environ.get("GDPO_TRL_CACHE", Path.home() / ".cache" / "gdpo_trl"))
+    return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "gdpo_trl"))
 
 
 def _build_id(*recipe) -> str:
@@ -41,6 +44,16 @@ def _cached_build(target: Path, build) -> Path:
     """
     if (target / "config.json").exists():
         return target
+    try:
+        return _build_once(target, build)
+    except (OSError, RuntimeError) as error:  # a read-only or full cache: one line naming it (the build is removed)
+        cause = os_error_in(error)
+        if cause is None:
+            raise
+        raise write_error(f"model cache ({CACHE_ENV})", target.parent, cause) from None
+
+
+def _build_once(target: Path, build) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with _build_lock(target.with_name(f"{target.name}.lock")):
         if not (target / "config.json").exists():  # the process we waited for may have built it

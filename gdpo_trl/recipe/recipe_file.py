@@ -69,7 +69,26 @@ def read_recipe(path: str | Path) -> dict:
         return {}
     if not isinstance(config, dict):
         raise InputError(f"recipe {path}: must be a mapping of field: value, got a {type(config).__name__}.")
+    check_env_block(config.get("env"), path)
     return config
+
+
+def check_env_block(env, path: Path) -> None:
+    """TRL's parser exports ``env:`` with ``str(value)``: a list or mapping became a variable such as ``"[1, 2]"``
+    without a word, and ``env:`` written as a list fails there without naming the file."""
+    if env is None:
+        return
+    if not isinstance(env, dict):
+        raise InputError(
+            f'recipe {path}: env: must be a mapping of VARIABLE: value (e.g. `HF_HUB_OFFLINE: "1"`), got a '
+            f"{type(env).__name__}."
+        )
+    for key, value in env.items():
+        if value is None or isinstance(value, (list, dict)):
+            raise InputError(
+                f"recipe {path}: env: {key}: {value!r} is not one value; an environment variable holds a string or "
+                f'a number, e.g. {key}: "1".'
+            )
 
 
 def yaml_problem(path: str | Path, error) -> str:

@@ -59,4 +59,6 @@ def read_values(actions: list[Action], config: dict, recipe: str) -> dict:
             ]
         elif isinstance(value, str):
             read[key] = convert(action, value, key, recipe)
+        elif action.type is int and isinstance(value, float):  # argparse keeps a non-string default as it is
+            read[key] = convert(action, str(int(value)) if value.is_integer() else str(value), key, recipe)
     return read
