@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from gdpo_trl.core.errors import InputError, input_stage
 from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data.sources import environment_factory, is_generated, load_source
+from gdpo_trl.recipe.agent_checks import check_agent_recipe, check_environments
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.recipe.checkpoints import prepare_run
 from gdpo_trl.recipe.checks import (
@@ -64,6 +65,8 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     set_seed(training_args.seed)
     reward_funcs = build_reward_funcs(script_args) if reward_funcs is None else reward_funcs
     check_rewards(reward_funcs, training_args)
+    environments = environment_factory(script_args.dataset_name)  # an agent source's environment, else None
+    check_agent_recipe(script_args, training_args, environments)  # agent rewards without one, empty conditions
     hold_output_dir(training_args)  # one run per output_dir: a second run into it is refused, naming this one
     checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
     applied = check_resume_settings(checkpoint, script_args, training_args, model_args)  # finished run, changes
@@ -85,6 +88,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     check_chat_template(train_dataset, tokenizer, model_path)
     check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
     check_data(train_dataset, reward_funcs, training_args)  # each reward fits the rows; enough rows for one step
+    check_environments(environments, train_dataset, tokenizer, model_path)  # made, reset once; template renders tools
     # The trainer loads the model from its path (so ZeRO-3 can shard it while loading) with ModelConfig's dtype and
     # attention; `model_init_kwargs` set in the recipe win.
     training_args.model_init_kwargs = {
@@ -101,7 +105,6 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     from gdpo_trl.recipe.recipe_record import NewRunLength, RecipeRecord
 
     callbacks = [RecipeRecord(recipe)] + ([NewRunLength()] if set(applied) & set(LENGTH) else [])
-    environments = environment_factory(script_args.dataset_name)
 
     trainer = GDPOTrainer(
         model_path,
