@@ -22,7 +22,11 @@ FIGURE = re.compile(
     r"(?:[-–](?P<to>\d+(?:\.\d+)?)(?=%|[ -][a-z]))?"  # a range, "52-101 s": both ends are figures
     r"(?P<pct>%)?(?![\w.]\d|\.\d|-\d{2}-)(?:[ -](?:such |more |held-out |new )?(?P<unit>" + UNITS + r")\b)?"
 )
-MEASURED = re.compile(r"<!-- measured (\d{4}-\d{2}-\d{2}), ([^:]+?): (?P<command>\S.*?) -->")
+# A dated measurement. With "figures A, B: " before the command it covers only the figures it names (their text as
+# written, e.g. "27.4 s", "81%"); without, only those tests/docs/figures.lock lists as measured by that command.
+MEASURED = re.compile(
+    r"<!-- measured (\d{4}-\d{2}-\d{2}), ([^:]+?): (?:figures (?P<names>[^:]+?): )?(?P<command>\S.*?) -->"
+)
 CITED = re.compile(r"<!-- cited: (?P<source>\S.*?) -->")
 FENCE = re.compile(r"^\s*```\s*(\S*)")
 HEADING = re.compile(r"^(#{1,6}) (.*)")
@@ -39,6 +43,9 @@ class Figure:
     section: str  # the headings above it, "## A > ### B"
     block: int  # index of its block in the file
     marked: str | None  # "measured"/"cited" when its block carries such a marker
+    col: int = 0  # where its number starts in the line
+    commands: tuple = ()  # the commands of its block's measured markers
+    named: frozenset = frozenset()  # (command, figure as written) for each figure its block's markers name
     row: str = ""  # the whole line, when it is a table row
     pair: tuple | None = None  # ("±", a, b) or ("[]", a, b) when written as "a ± b" or "[a, b]": both must match
 
@@ -64,18 +71,19 @@ def _blocks(lines: list[str]) -> list[tuple[int, int]]:
     return blocks
 
 
-def _marker(lines: list[str], start: int, end: int) -> str | None:
-    """The marker of a block: one inside it, or the next non-blank line after it when that line is a marker."""
+def _marker(lines: list[str], start: int, end: int) -> tuple[str | None, tuple, frozenset]:
+    """The marker of a block (one inside it, or the next non-blank line after it when that line is a marker), the
+    commands of its measured markers and the figures they name, each as (command, figure)."""
     nxt = end
     while nxt < len(lines) and not lines[nxt].strip():
         nxt += 1
     candidates = lines[start:end] + ([lines[nxt]] if nxt < len(lines) else [])
     text = "\n".join(candidates)
-    if MEASURED.search(text):
-        return "measured"
-    if CITED.search(text):
-        return "cited"
-    return None
+    measured = list(MEASURED.finditer(text))
+    if measured:
+        names = frozenset((m["command"], n.strip()) for m in measured if m["names"] for n in m["names"].split(", "))
+        return "measured", tuple(m["command"] for m in measured), names
+    return ("cited" if CITED.search(text) else None), (), frozenset()
 
 
 # Version numbers and identifiers that look like figures: "TRL 1.16", "Python >= 3.10", "arXiv 2601.05242", "1.5B".
@@ -96,8 +104,12 @@ def _strip(line: str) -> str:
 
 def figures(path: Path, root: Path) -> list[Figure]:
     """Every figure of a Markdown file outside command/code fences (an unlabelled fence is output and counts)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    rel = str(path.relative_to(root))
+    return figures_in(path.read_text(encoding="utf-8"), str(path.relative_to(root)))
+
+
+def figures_in(text: str, rel: str) -> list[Figure]:
+    """:func:`figures` of a file's text, ``rel`` its path."""
+    lines = text.splitlines()
     headings: dict[int, str] = {}
     found = []
     blocks = _blocks(lines)
@@ -138,7 +150,10 @@ def figures(path: Path, root: Path) -> list[Figure]:
                         percent=bool(m.group("pct")),
                         section=" > ".join(headings[k] for k in sorted(headings)),
                         block=block_of.get(index, -1),
-                        marked=marked[block_of[index]] if index in block_of else None,
+                        marked=marked[block_of[index]][0] if index in block_of else None,
+                        col=m.start("num") if number == num else m.start("to"),
+                        commands=marked[block_of[index]][1] if index in block_of else (),
+                        named=marked[block_of[index]][2] if index in block_of else frozenset(),
                         pair=paired.get(m.start("num")),
                         row=line.strip() if cells else "",
                     )
@@ -159,13 +174,13 @@ def pairs(text: str) -> list[tuple]:
     return [(kind, _number(m.group(1)), _number(m.group(2))) for kind, p in PAIRS.items() for m in p.finditer(text)]
 
 
-def code_numbers(path: Path) -> dict[str, list[float]]:
-    """Per section (as :class:`Figure` names it), the numbers in its command, code and config fences: the settings
-    its commands pass (``--max_steps 2`` makes "2 steps" a setting, not a result)."""
+def code_numbers(text: str) -> dict[str, list[float]]:
+    """Per section (as :class:`Figure` names it), the numbers in the command, code and config fences of a file's
+    text: the settings its commands pass (``--max_steps 2`` makes "2 steps" a setting, not a result)."""
     found: dict[str, list[float]] = {}
     headings: dict[int, str] = {}
     in_fence, language = False, ""
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         fence = FENCE.match(line)
         if fence:
             in_fence, language = (not in_fence), fence.group(1)

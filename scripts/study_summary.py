@@ -1,0 +1,80 @@
+"""Every comparison the seed studies' verdicts rest on, with Holm's correction across all of them.
+
+One row per study, baseline and reward of the pre-registered rule (``total`` left out): GDPO's mean minus the
+baseline's, Welch's two-sided p, the Holm-adjusted p over every row of the table, the 95% bootstrap CI and the
+verdict the pre-registered rule draws from it (the CI alone). Read from the committed per-run rows
+(``docs/results/<task>.json``) with the statistics of ``gdpo_trl/results/stats.py``; the table of
+docs/results/README.md ("Summary") is this script's output, which tests/docs/test_figures.py checks row by row.
+
+    python scripts/study_summary.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gdpo_trl.results import stats  # noqa: E402
+
+# (hypothesis, task, baselines), in the order of docs/results/README.md.
+STUDIES = [
+    ("H1", "toolcall", ["grpo", "grpo_no_std"]),
+    ("H2", "gsm8k_style", ["grpo", "grpo_no_std"]),
+    ("H3", "length", ["grpo", "grpo_no_std"]),
+    ("H4", "scale6", ["grpo", "grpo_no_std"]),
+    ("H5", "process", ["gdpo_outcome_only"]),
+    ("H6", "agent", ["grpo", "grpo_no_std"]),
+    ("H6b", "agent_midrange", ["grpo", "grpo_no_std"]),
+    ("H6c", "agent_scale6", ["grpo", "grpo_no_std"]),
+]
+LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo_outcome_only": "GDPO outcome only"}
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: the i-th smallest p times (m - i + 1), made
+    non-decreasing along that order, at most 1."""
+    m = len(p_values)
+    adjusted, running = [0.0] * m, 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def comparisons(results: Path = ROOT / "docs" / "results") -> list[tuple[str, stats.Comparison]]:
+    found = []
+    for hypothesis, task, baselines in STUDIES:
+        rows = json.loads((results / f"{task}.json").read_text(encoding="utf-8"))
+        rewards = sorted({r["reward"] for r in rows if r["reward"] != "total"})
+        for baseline in baselines:
+            for reward in rewards:
+                found.append((hypothesis, stats.compare(rows, reward, "gdpo", baseline)))
+    return found
+
+
+def table(results: Path = ROOT / "docs" / "results") -> str:
+    found = comparisons(results)
+    adjusted = holm([c.welch.p for _, c in found])
+    lines = [
+        "| study | GDPO − | reward | difference | Welch p | Holm p | 95% bootstrap CI | verdict (CI) | under Holm |",
+        "|---|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for (hypothesis, c), p_holm in zip(found, adjusted, strict=True):
+        holds = "-" if c.verdict == stats.LEVEL else ("holds" if p_holm < 0.05 else "does not hold")
+        lines.append(
+            f"| {hypothesis} | {LABELS[c.other]} | {c.reward} | {c.diff:+.3f} | {stats.format_p(c.welch.p)} | "
+            f"{stats.format_p(p_holm)} | [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}] | {c.verdict} | {holds} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    print(table())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Which sources back which figures (tests/docs/test_figures.py applies it): per file and section, the sources that
+recompute its figures, the tables whose rows come whole from a source, and each file's design values.
+
+A file is a regular expression matched against the whole path: the README's long sections move to docs/ pages, so
+their entries name both (:data:`PAGE`). A section is a regular expression searched in the headings above a figure.
+"""
+
+from __future__ import annotations
+
+from tests.helpers.figure_sources import (
+    advantage_groups,
+    advantage_rows,
+    agent_demo,
+    bad_input_cases,
+    committed,
+    compare_demo,
+    eval_demo,
+    every_study,
+    first_steps,
+    lengths,
+    pairing_example,
+    study,
+    study_summary,
+    study_summary_rows,
+    toolcall_demo,
+    toolrl_sample_rows,
+    worked_example,
+)
+from tests.helpers.studies import LOGGED, PILOTS
+
+PAGE = r"README\.md|docs/[a-z0-9_]+\.md"  # the README or a page of docs/ (not docs/results)
+
+# (file, section pattern) -> a source of whole table rows: a figure in a table row there passes only if its whole row
+# is one of them (small counts collide too easily one by one).
+ROW_SOURCES = [
+    (PAGE, r"Advantage collapse", advantage_rows),
+    (r"docs/results/README\.md", r"Every comparison, with Holm", study_summary_rows),
+]
+
+# Tables that summarise several tables of their sources: a row's figures come from different source rows, so the
+# rule that a table row's figures come from one source row does not apply there.
+SUMMARY_TABLES = [(PAGE, r"Does GDPO beat GRPO"), (r"docs/results/README\.md", r"### Summary")]
+
+
+# (file, a regular expression searched in the figure's section) -> its sources. Every matching entry counts.
+SOURCES = [
+    (PAGE, r"Quick start", [eval_demo]),
+    (PAGE, r"Advantage collapse", [advantage_groups]),
+    (PAGE, r"Process rewards", [worked_example]),
+    (PAGE, r"When things go wrong", [bad_input_cases]),
+    (PAGE, r"Does GDPO beat GRPO", [every_study]),
+    (PAGE, r"Tool calling: the paper", [toolcall_demo, toolrl_sample_rows]),
+    (PAGE, r"Does GDPO learn better here", [compare_demo]),
+    (PAGE, r"Multi-turn agents", [agent_demo]),
+    (r"docs/process_rewards\.md", r"The rule", [worked_example]),
+    (r"docs/toolcall\.md", r"Tool calling \(README section\)|Data: ToolRL", [toolrl_sample_rows]),
+    (r"docs/toolcall\.md", r"The reward rules", [pairing_example]),
+    # Each section of part 2 is scoped to its own study (and the ones it quotes); only part 2's opening (the re-run
+    # and its time table) and the summary draw on every study.
+    (r"docs/results/README\.md", r"Part 1", [study(t) for t in PILOTS if t in LOGGED]),
+    (r"docs/results/README\.md", r"Addendum[^>]*H4", [study("toolcall")]),  # quotes H1's diagnostics
+    (r"docs/results/README\.md", r"Part 2: results$|### Summary", [every_study]),
+    (r"docs/results/README\.md", r"### Summary", [study_summary]),
+    (r"docs/results/README\.md", r"### H1", [study("toolcall"), committed("b9f2dbd", "docs/results/toolcall.md")]),
+    (r"docs/results/README\.md", r"### H2", [study("gsm8k_style")]),
+    (r"docs/results/README\.md", r"### H3", [study("length"), lengths("length")]),
+    (r"docs/results/README\.md", r"### H4", [study("scale6"), study("gsm8k_style")]),
+    (r"docs/results/README\.md", r"### H5", [study("process")]),
+    (r"docs/results/README\.md", r"### H6,", [study("agent"), first_steps("agent")]),
+    (r"docs/results/README\.md", r"### H6b", [study("agent_midrange"), agent_demo]),
+    (r"docs/results/README\.md", r"Addendum.*H6b", [agent_demo]),  # the shipped warm start's check and recipe run
+    (r"docs/results/README\.md", r"Addendum.*H6c", [study("agent_midrange")]),  # quotes H6b's diagnostics
+    (r"docs/results/README\.md", r"### H6c", [study("agent_scale6")]),
+    (
+        r"docs/agents\.md",
+        r"Does GDPO beat GRPO here",
+        [study("agent_midrange"), study("agent"), study("agent_scale6"), first_steps("agent"), study_summary],
+    ),
+    (r"docs/agents\.md", r"The shop task|Two tasks in one run", [agent_demo]),
+]
+
+# Design values stated as such (not results), per file: text as written -> why it is not a result.
+_PREREGISTERED = "the pre-registration's design (docs/results/README.md, part 1)"
+SETTINGS: dict[str, dict[str, str]] = {
+    "docs/results/README.md": {
+        "1.0": "sampling temperature, " + _PREREGISTERED,
+        "8 completions": _PREREGISTERED,
+        "4 prompts": _PREREGISTERED,
+        "32 completions": _PREREGISTERED,
+        "30 runs": _PREREGISTERED,
+        "20 runs": _PREREGISTERED,
+        "10 seeds": _PREREGISTERED,
+        "40 steps": _PREREGISTERED,
+        "60 steps": _PREREGISTERED,
+        "80 steps": "the pilot's length, " + _PREREGISTERED,
+        "10 steps": "the final value's window and the blocks, " + _PREREGISTERED,
+        "95%": "the confidence level, " + _PREREGISTERED,
+        "10,000 resamples": _PREREGISTERED,
+        "0.05": "the significance level, " + _PREREGISTERED,
+        "6 comparisons": "H4's Bonferroni count, " + _PREREGISTERED,
+        "0.2": "the warm start's error rate, " + _PREREGISTERED,
+        "64 tokens": "H5's completion length, " + _PREREGISTERED,
+        "25 min": "the study's time budget per task, " + _PREREGISTERED,
+        "25-minute": "the study's time budget per task, " + _PREREGISTERED,
+        "5 steps": "the curves' smoothing window",
+    },
+    "README.md": {
+        "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
+        "30 s": "how often a slow reward is named again (gdpo_trl/trainer/reward_checks.py)",
+        "10 steps": "the final value's window, docs/results/README.md part 1",
+        "95%": "the confidence level, docs/results/README.md part 1",
+        "10 seeds": "the study's design, docs/results/README.md part 1",
+    },
+    "docs/training.md": {
+        "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
+        "30 s": "how often a slow reward is named again (gdpo_trl/trainer/reward_checks.py)",
+        "40 s": "the example notice's elapsed time (10 s, then every 30 s)",
+    },
+}
