@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import sys
 
 from gdpo_trl.cli.errors import cli_errors
@@ -72,36 +73,53 @@ def run_subcommand(argv: list[str] | None = None) -> int:
 def train(argv: list[str]) -> None:
     """In this process, or, given accelerate options, under ``accelerate launch`` once the recipe has parsed.
 
-    Help, a recipe path given without ``--config`` and a recipe file that cannot be read are answered before torch
-    and TRL are imported (seconds); everything else needs the recipe's dataclasses, hence TRL.
+    Help, a recipe path given without ``--config``, a recipe file that cannot be read and every mistake the command
+    line and recipe show (:mod:`gdpo_trl.cli.first_checks`) are answered before torch and TRL are imported (they take
+    seconds); the rest needs the recipe's dataclasses, hence TRL.
     """
+    from gdpo_trl.cli.first_checks import check_first
     from gdpo_trl.cli.train_help import answer_help
     from gdpo_trl.recipe.recipe_file import check_bare_recipe, check_recipe_yaml
 
     if answer_help(argv):
         return
     check_bare_recipe(argv)
-    check_recipe_yaml(argv)
+    processes = check_first(argv, check_recipe_yaml(argv))
     from gdpo_trl.cli import train as train_command
     from gdpo_trl.cli.launch import check_launch_options, launch_training, recipe_precision, split_launch_args
+    from gdpo_trl.cli.model_card import COMMAND_ENV
+    from gdpo_trl.recipe.field_table import remember_table
 
+    remember_table()  # TRL is imported now: where the committed table does not fit this machine, keep one that does
     recipe_argv, launch = split_launch_args(argv)
     if not launch:
         return train_command.main(recipe_argv)
     check_launch_options(launch)  # a bad count, port or accelerate config: one line before anything starts
-    training_args = check_before_launch(recipe_argv)  # one error line here, rather than one traceback per process
-    launch_training(recipe_argv, recipe_precision(launch, training_args), training_args.output_dir)
+    # One error line here, rather than one traceback per process.
+    training_args = check_before_launch(recipe_argv, processes or accelerator_count())
+    os.environ[COMMAND_ENV] = shlex.join(["gdpo", "train", *argv])  # for the model card the processes write
+    try:
+        launch_training(recipe_argv, recipe_precision(launch, training_args), training_args.output_dir)
+    finally:
+        os.environ.pop(COMMAND_ENV, None)
 
 
-def check_before_launch(recipe_argv: list[str]):
-    """Parse and check the recipe as each process will, so a mistake fails once, before any process starts; returns
-    its training arguments."""
+def accelerator_count() -> int:
+    """The processes accelerate starts when no count is given: one per GPU it finds, else one."""
+    import torch
+
+    return torch.cuda.device_count() or 1
+
+
+def check_before_launch(recipe_argv: list[str], num_processes: int = 1):
+    """Parse and check the recipe as each of the ``num_processes`` processes will, so a mistake fails once, before
+    any process starts; returns its training arguments."""
     from gdpo_trl.core.errors import input_stage
     from gdpo_trl.recipe.arguments import parse_args
     from gdpo_trl.recipe.checks import check_recipe
 
     with input_stage("recipe"):
-        script_args, training_args, model_args = parse_args(recipe_argv)
+        script_args, training_args, model_args = parse_args(recipe_argv, num_processes)
     check_recipe(script_args, training_args, model_args)
     return training_args
 

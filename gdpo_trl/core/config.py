@@ -6,13 +6,20 @@ import json
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from trl import GRPOConfig
 
 from gdpo_trl.core.advantages import SCALES
 from gdpo_trl.core.conditions import check_condition_graph, parse_condition
-from gdpo_trl.core.config_checks import as_weights, check_ranges, is_number
+from gdpo_trl.core.config_checks import (
+    as_weights,
+    check_generation_batch,
+    check_num_generations,
+    check_ranges,
+    is_number,
+    launched_processes,
+)
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.noise import quiet_known_warnings
 
@@ -91,6 +98,9 @@ class GDPOConfig(GRPOConfig):
 
     _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["reward_conditions"]
 
+    # The processes the run will have, where this is built before they start (gdpo train's launcher, whose own
+    # world_size is 1): see gdpo_trl.recipe.arguments.config_for_processes. Not a field.
+    planned_processes: ClassVar[int | None] = None
     multi_objective_aggregation: str = field(
         default="normalize_then_sum",
         metadata={
@@ -160,12 +170,11 @@ class GDPOConfig(GRPOConfig):
         quiet_known_warnings()  # the Python API as quiet as the gdpo command (TrainingArguments warns from here on)
         # Checked before GRPOConfig's own checks, which would fail on these with a ZeroDivisionError or an
         # AttributeError that names no field.
-        if isinstance(self.num_generations, int) and self.num_generations < 2:
-            raise InputError(
-                f"num_generations={self.num_generations}: GRPO and GDPO compare completions within a group, so each "
-                "prompt needs at least 2 generations (8 or 16 is usual)."
-            )
+        check_num_generations(self)
         check_ranges(self)  # batch sizes, lengths, learning rate, sampling, steps: one line naming the field
+        processes = self.planned_processes or launched_processes()
+        if processes > 0:  # TRL's batch checks, in words that name the processes (unknown here: TRL's alone)
+            check_generation_batch(self, processes)
         self.reward_weights = as_weights(self.reward_weights, "reward_weights")
         self.reward_weights_final = as_weights(self.reward_weights_final, "reward_weights_final")
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")

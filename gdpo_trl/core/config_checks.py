@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
 
 from gdpo_trl.core.errors import InputError
 
@@ -139,3 +140,89 @@ def as_weights(weights, name: str) -> list[float] | None:
             raise InputError(f"{name}[{i}] is {w!r}: weights must be numbers.")
         out.append(float(w))
     return out
+
+
+def check_num_generations(config) -> None:
+    """At least two completions per prompt (TRL's own check comes after a division by it)."""
+    if isinstance(config.num_generations, int) and config.num_generations < 2:
+        raise InputError(
+            f"num_generations={config.num_generations}: GRPO and GDPO compare completions within a group, so each "
+            "prompt needs at least 2 generations (8 or 16 is usual)."
+        )
+
+
+def launched_processes() -> int:
+    """The processes of this run as its launcher (torchrun, ``accelerate launch``) set ``WORLD_SIZE``; 0 if unset."""
+    try:
+        return max(int(os.environ.get("WORLD_SIZE", "0")), 0)
+    except ValueError:
+        return 0
+
+
+def check_generation_batch(config, num_processes: int) -> None:
+    """The generation batch over all ``num_processes`` processes holds whole groups of ``num_generations``.
+
+    The batch as TRL computes it (``GRPOConfig.__post_init__``, with ``world_size`` processes):
+    ``per_device_train_batch_size`` x processes x ``steps_per_generation`` (which defaults to
+    ``gradient_accumulation_steps``), unless ``generation_batch_size`` is given, when it must divide by the global
+    batch of one step; with evaluation on, ``per_device_eval_batch_size`` x processes holds whole groups of
+    ``num_generations_eval`` (else ``num_generations``). TRL's own messages quote the numbers without the processes;
+    these name them and the fix, and ``gdpo train`` runs them before any process starts, with the count it will start.
+    """
+    per_device, groups = config.per_device_train_batch_size, config.num_generations
+    generation_batch, steps = config.generation_batch_size, config.steps_per_generation
+    counts = (per_device, groups, num_processes, config.gradient_accumulation_steps)
+    if not all(isinstance(v, int) and v > 0 for v in counts) or any(
+        v is not None and not (isinstance(v, int) and v > 0) for v in (generation_batch, steps)
+    ):
+        return  # check_ranges names the field
+    processes = f"{num_processes} process{'es' * (num_processes > 1)}"
+    step_batch = per_device * num_processes
+    if generation_batch is not None and steps is not None:
+        raise InputError(
+            "generation_batch_size and steps_per_generation are both set: give one (TRL derives the other)."
+        )
+    if generation_batch is not None and generation_batch % step_batch:
+        raise InputError(
+            f"generation_batch_size ({generation_batch}) must be divisible by the global batch of {step_batch} "
+            f"completions per step ({processes} x per_device_train_batch_size {per_device}): give a multiple of "
+            f"{step_batch}, or leave it unset."
+        )
+    check_eval_batch(config, num_processes)
+    if generation_batch is not None:
+        made_of, fix = (
+            "generation_batch_size",
+            f"set generation_batch_size to a multiple of {math.lcm(groups, step_batch)}",
+        )
+    else:
+        steps = steps if steps is not None else config.gradient_accumulation_steps
+        generation_batch = step_batch * steps
+        made_of = f"{processes} x per_device_train_batch_size {per_device}" + (f" x {steps} steps" * (steps != 1))
+        fix = f"set per_device_train_batch_size to a multiple of {groups // math.gcd(groups, num_processes * steps)}"
+        if num_processes > 1:
+            fix += f" or --num_processes to a multiple of {groups // math.gcd(groups, per_device * steps)}"
+    if generation_batch % groups:
+        raise InputError(
+            f"the generation batch of {generation_batch} completions ({made_of}) must be divisible by "
+            f"num_generations ({groups}), so that every prompt gets its whole group: {fix}, or num_generations to a "
+            f"divisor of {generation_batch}."
+        )
+
+
+def check_eval_batch(config, num_processes: int) -> None:
+    """With evaluation on, one eval step's batch over all processes holds whole groups (TRL's check, with processes)."""
+    strategy = getattr(config, "eval_strategy", "no")
+    groups = getattr(config, "num_generations_eval", None) or config.num_generations
+    per_device = getattr(config, "per_device_eval_batch_size", None)
+    if str(getattr(strategy, "value", strategy)) == "no" or not all(
+        isinstance(v, int) and v > 0 for v in (groups, per_device)
+    ):
+        return
+    if (per_device * num_processes) % groups:
+        processes = f"{num_processes} process{'es' * (num_processes > 1)}"
+        raise InputError(
+            f"the eval batch of {per_device * num_processes} completions ({processes} x per_device_eval_batch_size "
+            f"{per_device}) must be divisible by the generations per eval prompt ({groups}, num_generations_eval or "
+            f"num_generations): set per_device_eval_batch_size to a multiple of "
+            f"{groups // math.gcd(groups, num_processes)}."
+        )

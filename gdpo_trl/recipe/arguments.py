@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import sys
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -12,8 +11,10 @@ from trl import ModelConfig, ScriptArguments, TrlParser
 from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
 from gdpo_trl.core.config import GDPOConfig, parse_json_dict
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.recipe import early_parse
+from gdpo_trl.recipe.early_checks import check_script_ranges
 from gdpo_trl.recipe.names import resolve_config_flag
-from gdpo_trl.recipe.recipe_file import RECIPE_SUFFIXES, check_recipe_yaml, recipe_argument
+from gdpo_trl.recipe.recipe_file import check_recipe_yaml, recipe_argument
 from gdpo_trl.recipe.recipe_values import read_values
 
 
@@ -97,7 +98,6 @@ class GDPOScriptArguments(ScriptArguments):
         },
     )
 
-
     def __post_init__(self):  # TRL's ScriptArguments has none of its own
         check_script_args(self)
 
@@ -115,15 +115,7 @@ def parse_reward_kwargs(value) -> dict | None:
 
 def check_script_args(script_args) -> None:
     """``GDPOScriptArguments``' own checks (ranges, JSON), run by its ``__post_init__``; parses ``reward_kwargs``."""
-    for name in ("max_train_samples", "cpu_threads", "synthetic_size"):
-        value = getattr(script_args, name, None)
-        if value is not None and value < 1:
-            hint = {
-                "max_train_samples": "leave it unset to use every example",
-                "cpu_threads": "leave it unset for torch's choice",
-                "synthetic_size": "the number of generated problems",
-            }[name]
-            raise InputError(f"{name}={value}: must be at least 1 ({hint}).")
+    check_script_ranges(script_args)
     script_args.reward_kwargs = parse_reward_kwargs(script_args.reward_kwargs)
 
 
@@ -143,8 +135,20 @@ class RecipeParser(OneLineErrors, TrlParser):
         return super().set_defaults_with_config(**read_values(self._actions, config, self.recipe))
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[GDPOScriptArguments, GDPOConfig, ModelConfig]:
-    """Parse ``--config`` YAML and command-line flags (flags win) into the three dataclasses.
+def config_for_processes(num_processes: int) -> type[GDPOConfig]:
+    """``GDPOConfig`` as each of ``num_processes`` processes builds it. TRL derives the generation batch from
+    ``world_size``, which is 1 in ``gdpo train``'s launcher, where the recipe is checked before the processes start."""
+    if num_processes == 1:
+        return GDPOConfig
+    attributes = {"world_size": property(lambda self: num_processes), "planned_processes": num_processes}
+    return type("GDPOConfig", (GDPOConfig,), attributes)
+
+
+def parse_args(
+    argv: list[str] | None = None, num_processes: int = 1
+) -> tuple[GDPOScriptArguments, GDPOConfig, ModelConfig]:
+    """Parse ``--config`` YAML and command-line flags (flags win) into the three dataclasses; ``num_processes``: the
+    processes the run will have, when parsed before they start (:func:`config_for_processes`).
 
     The recipe file is checked first (:func:`gdpo_trl.recipe.recipe_file.read_recipe`: missing, binary, not UTF-8,
     bad YAML, a key twice). Unknown YAML keys and flags raise a ``ValueError`` naming each with the closest field
@@ -153,7 +157,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[GDPOScriptArguments, GDPO
     """
     args = resolve_config_flag(sys.argv[1:] if argv is None else argv)  # a recipe name -> its shipped file
     check_recipe_yaml(args)
-    parser = RecipeParser(recipe=recipe_argument(args))
+    dataclass_types = (GDPOScriptArguments, config_for_processes(num_processes), ModelConfig)
+    parser = RecipeParser(dataclass_types, recipe=recipe_argument(args))
     *parsed, yaml_unknown, cli_unknown = parser.parse_args_and_config(
         args, return_remaining_strings=True, separate_remaining_strings=True
     )
@@ -163,18 +168,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[GDPOScriptArguments, GDPO
 
 def check_unknown(yaml_keys: list[str], cli_args: list[str]) -> None:
     """Raise a ``ValueError`` naming unknown YAML keys and command-line arguments, with close field names."""
-    if not yaml_keys and not cli_args:
-        return
-    known = sorted({f.name for dataclass_type in DATACLASSES for f in fields(dataclass_type)})
-    problems = []
-    for label, names in (("YAML key", yaml_keys), ("command-line argument", cli_args)):
-        for name in names:
-            close = difflib.get_close_matches(name.lstrip("-").replace("-", "_"), known, n=3)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            if name.endswith(RECIPE_SUFFIXES) and not name.startswith("-"):
-                hint = f" (did you mean `--config {name}`?)"
-            problems.append(f"unknown {label} {name.lstrip('-') if label == 'YAML key' else name!r}{hint}")
-    raise ValueError("; ".join(problems) + ". Run `gdpo train --help` for every field.")
+    early_parse.check_unknown(yaml_keys, cli_args, {f.name for cls in DATACLASSES for f in fields(cls)})
 
 
 def build_reward_funcs(script_args: GDPOScriptArguments) -> list:

@@ -9,6 +9,7 @@ add theirs with :func:`register_reward`. Stdlib-only on purpose: importing this 
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import inspect
@@ -102,8 +103,10 @@ def get_reward_func(name: str) -> Callable:
         return REWARD_FUNCS[name]
     except KeyError:
         known = ", ".join(sorted(REWARD_FUNCS))
+        close = difflib.get_close_matches(name, list(REWARD_FUNCS), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise InputError(
-            f"unknown reward {name!r}; known rewards: {known}. "
+            f"unknown reward {name!r}{hint}; known rewards: {known}. "
             "Custom reward functions can be given as a dotted import path, e.g. 'my_pkg.rewards.my_fn'."
         ) from None
 

@@ -129,9 +129,10 @@ def test_a_gpu_recipe_fits_this_machine_with_a_warning_each(caplog):
     assert "flash_attention_2 needs a CUDA GPU" in caplog.text and "wandb, no-such-tracker not installed" in caplog.text
 
 
-def test_train_help_reads_like_trl(capsys):
-    """Usage, what the command is, --config, the accelerate options, --debug and two examples, then the fields."""
-    assert gdpo(["train", "--help"]) == 0
+def test_train_help_all_reads_like_trl(capsys):
+    """--help-all: usage, what the command is, --config, the accelerate options, --debug and two examples, then every
+    field by group (the short --help: tests/cli/test_first_checks.py)."""
+    assert gdpo(["train", "--help-all"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "usage: gdpo train --config RECIPE [--FIELD VALUE ...] [ACCELERATE OPTIONS] [--debug]"
     assert lines[2].startswith("Train a model with GDPO (or GRPO) from a TRL-style YAML recipe.")

@@ -1,0 +1,120 @@
+"""The checks of a ``gdpo train`` run that need only its command line and recipe, run before TRL is imported.
+
+Each answers in one line, with the message the full parser's dataclasses give for the same mistake where they give
+one: field ranges (:mod:`gdpo_trl.core.config_checks`), reward names (with the closest registry names), one weight
+per reward, a split a generated source cannot have, the generation batch over all the processes a launch starts, and
+a ``bf16`` recipe on a machine without a GPU. They read :class:`~gdpo_trl.recipe.early_parse.EarlyArgs`' values; the
+dataclasses check the same values again once built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import importlib.util
+import sys
+from types import SimpleNamespace
+
+from gdpo_trl.core.config_checks import check_generation_batch, check_num_generations, check_ranges
+from gdpo_trl.core.errors import InputError
+
+# Device files of the accelerators torch can train on: NVIDIA, AMD (ROCm), Intel (and any other DRM GPU), Ascend,
+# Gaudi and other /dev/accel devices, AWS Neuron, and WSL's GPU bridge.
+ACCELERATOR_DEVICES = (
+    "/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dri/renderD*", "/dev/davinci[0-9]*", "/dev/accel/*", "/dev/hl[0-9]*",
+    "/dev/neuron*", "/dev/dxg",
+)  # fmt: skip
+
+
+def surely_no_accelerator() -> bool:
+    """True only where no accelerator can be there, judged without importing torch: a Linux machine with none of
+    the device files above and no torch_xla. Elsewhere (macOS's MPS, Windows) it says False and leaves the answer
+    to transformers' own check, after the import."""
+    if not sys.platform.startswith("linux"):
+        return False
+    if any(glob.glob(pattern) for pattern in ACCELERATOR_DEVICES):
+        return False
+    return importlib.util.find_spec("torch_xla") is None
+
+
+def check_precision(values: dict) -> None:
+    """``bf16: true`` without ``use_cpu`` on a machine with no accelerator: transformers refuses it only once the
+    recipe's classes are built."""
+    if (values.get("bf16") or values.get("bf16_full_eval")) and not values.get("use_cpu") and surely_no_accelerator():
+        raise InputError(
+            "bf16: true needs a GPU, and this machine has none: to train on the CPU set use_cpu: true and bf16: "
+            "false (--use_cpu true --bf16 false), or run on a machine with a GPU."
+        )
+
+
+def check_script_ranges(script_args) -> None:
+    """``GDPOScriptArguments``' counts that must be at least 1 (also run by its ``__post_init__``)."""
+    for name in ("max_train_samples", "cpu_threads", "synthetic_size"):
+        value = getattr(script_args, name, None)
+        if isinstance(value, (int, float)) and value < 1:
+            hint = {
+                "max_train_samples": "leave it unset to use every example",
+                "cpu_threads": "leave it unset for torch's choice",
+                "synthetic_size": "the number of generated problems",
+            }[name]
+            raise InputError(f"{name}={value}: must be at least 1 ({hint}).")
+
+
+def check_weight_counts(reward_funcs: list, values) -> None:
+    """One weight per reward function, in ``reward_weights`` and ``reward_weights_final``."""
+    num_rewards = len(reward_funcs or [])
+    for name in ("reward_weights", "reward_weights_final"):
+        weights = values.get(name) if isinstance(values, dict) else getattr(values, name, None)
+        if isinstance(weights, (list, tuple)) and len(weights) != num_rewards:
+            raise InputError(
+                f"{name} has {len(weights)} weights for {num_rewards} reward functions {reward_funcs}: "
+                "give one per reward, in the same order."
+            )
+
+
+def check_generated_split(dataset_name: str, split: str) -> None:
+    """A generated source has one training split: another name would be ignored without a word."""
+    from gdpo_trl.data.sources import is_generated
+
+    if split != "train" and is_generated(dataset_name):
+        raise InputError(
+            f"dataset_train_split {split!r} does not apply to the generated source {dataset_name!r}, whose training "
+            "problems come from synthetic_seed: leave it 'train'."
+        )
+
+
+def check_reward_names(names: list) -> None:
+    """Registry names that are not registered, with the closest ones (dotted paths are imported later)."""
+    from gdpo_trl.rewards import get_reward_func
+
+    for name in names or []:
+        if isinstance(name, str) and "." not in name:
+            get_reward_func(name)
+
+
+def config_view(rows: list[dict], values: dict):
+    """The training fields as a dataclass instance, for :func:`~gdpo_trl.core.config_checks.check_ranges` (which
+    tells a number field by its default)."""
+    specs = [
+        (row["dest"], object, dataclasses.field(default=None if isinstance(row["default"], list) else row["default"]))
+        for row in rows
+        if row["group"] == "GDPOConfig" and row["action"] == "store"
+    ]
+    view = dataclasses.make_dataclass("GDPOConfigValues", specs)
+    return view(**{name: values[name] for name, _, _ in specs if name in values})
+
+
+def check_early(rows: list[dict], values: dict, num_processes: int | None) -> None:
+    """Every check above on the parsed ``values`` (``num_processes`` None: the count is not known, no batch check)."""
+    check_script_ranges(SimpleNamespace(**values))
+    config = config_view(rows, values)
+    check_num_generations(config)
+    check_ranges(config)
+    if num_processes is not None:
+        check_generation_batch(config, num_processes)
+    check_reward_names(values.get("reward_funcs"))
+    check_weight_counts(values.get("reward_funcs"), values)
+    split = values.get("dataset_train_split")
+    if isinstance(values.get("dataset_name"), str) and isinstance(split, str) and split != "train":
+        check_generated_split(values["dataset_name"], values["dataset_train_split"])
+    check_precision(values)
