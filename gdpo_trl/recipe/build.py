@@ -133,8 +133,10 @@ def train_run(
         on_built(trainer)
     try:
         trainer.train(resume_from_checkpoint=run.resume_from_checkpoint)
-        if save_model:
-            trainer.save_model(training_args.output_dir)  # under ZeRO-3 this gathers the shards
+        if save_model:  # under a temporary name, renamed and recorded when whole (gdpo_trl.trainer.safe_saves)
+            from gdpo_trl.trainer.safe_saves import save_final_model
+
+            save_final_model(trainer, training_args.output_dir)  # under ZeRO-3 this gathers the shards
         trainer.save_state()
     except (OSError, RuntimeError) as error:  # a save that filled the disk: one line naming what is left
         if is_disk_full(error):

@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.final_model import RECORD_NAME, no_checkpoint_error
 from gdpo_trl.core.weight_files import safetensors_problem, torch_file_problem, weights_problem
 
 __all__ = ["safetensors_problem", "torch_file_problem", "weights_problem"]  # re-exported: checkpoint checks use them
@@ -47,6 +48,7 @@ MODEL_SIDE_FILES = (
     "tokenizer_config.json",
     "special_tokens_map.json",
     "chat_template.jinja",
+    RECORD_NAME,
 )
 
 
@@ -76,11 +78,35 @@ def checkpoint_problems(folder: Path, world_size: int = 1, save_only_model: bool
             for name in ("optimizer.pt", "scheduler.pt"):
                 path = folder / name
                 problems.append(torch_file_problem(path) if path.is_file() else f"no {name}")
+        saved = saved_process_count(folder)
+        if saved and saved != world_size:  # a resume restores each rank's RNG: it needs the count the run had
+            return [f"{PROCESSES_PROBLEM} {saved} process{'es' * (saved > 1)}"]
         rng_names = ["rng_state.pth"] if world_size == 1 else [f"rng_state_{i}.pth" for i in range(world_size)]
         for name in rng_names:
             path = folder / name
             problems.append(torch_file_problem(path) if path.is_file() else f"no {name}")
     return [p for p in problems if p]
+
+
+PROCESSES_PROBLEM = "saved by a run on"
+
+
+def saved_process_count(folder: Path) -> int | None:
+    """How many processes the run that saved checkpoint ``folder`` had (from its RNG files), or None if unknown."""
+    ranks = [p for p in folder.glob("rng_state_*.pth") if p.stem.split("_")[-1].isdigit()]
+    return len(ranks) if ranks else (1 if (folder / "rng_state.pth").is_file() else None)
+
+
+def process_count_refusal(folder: Path, problems: list[str], world_size: int) -> InputError | None:
+    """The one line for resuming ``folder`` with another process count than it was saved with, else None."""
+    if not (problems and problems[0].startswith(PROCESSES_PROBLEM)):
+        return None
+    saved = saved_process_count(folder)
+    return InputError(
+        f"resume_from_checkpoint: {folder} was {problems[0]} and this run has {world_size}: a resume restores each "
+        f"process's state, so it needs the same count. Run it with --num_processes {saved}, or train a new run from "
+        f"this checkpoint (--model_name_or_path {folder} and a new --output_dir). Nothing was changed."
+    )
 
 
 def list_checkpoints(output_dir: Path) -> list[Path]:
@@ -191,18 +217,10 @@ def resolve_resume_checkpoint(
             if not skipped:
                 logger.info("Resuming from %s.", checkpoint)
             return str(checkpoint)
-        if skipped:
-            raise InputError(
-                f"resume_from_checkpoint: no complete checkpoint in {str(folder)!r}: {describe_skipped(skipped)}. "
-                "Pass a complete one with --resume_from_checkpoint <path>, or start over with "
-                "--resume_from_checkpoint false --overwrite_output_dir true."
-            )
-        if earlier_run(folder):
-            raise InputError(
-                f"resume_from_checkpoint: {str(folder)!r} holds a saved model but no checkpoint to resume from "
-                "(save_strategy 'no'?). Start over with --resume_from_checkpoint false --overwrite_output_dir true, "
-                "or choose another --output_dir."
-            )
+        if skipped and (refusal := process_count_refusal(*skipped[0], world_size)):
+            raise refusal
+        if skipped or earlier_run(folder):
+            raise no_checkpoint_error(folder, describe_skipped(skipped))
         logger.warning("resume_from_checkpoint: no checkpoint in %s, starting from scratch.", folder)
         return None
     path = Path(str(resume_from_checkpoint))
@@ -212,6 +230,8 @@ def resolve_resume_checkpoint(
             f"newest complete checkpoint in output_dir ({output_dir})."
         )
     problems = checkpoint_problems(path, world_size, save_only_model)
+    if refusal := process_count_refusal(path, problems, world_size):
+        raise refusal
     if problems:
         raise InputError(f"resume_from_checkpoint {str(path)!r} is incomplete: {', '.join(problems)}.")
     return str(path)

@@ -28,6 +28,7 @@ import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import GDPOError, InputError
+from gdpo_trl.core.final_model import settle_final_model
 
 logger = logging.getLogger("gdpo_trl.recipe.resume_settings")
 
@@ -141,12 +142,15 @@ def check_not_finished(output_dir: Path, checkpoint: Path, training_args) -> Non
     The step reached is the checkpoint's, or that of the final ``trainer_state.json`` a finished run writes at the
     top of ``output_dir`` (its last checkpoint may be older than its last step).
     """
-    states = [
-        s for s in (read_state(checkpoint / "trainer_state.json"), read_state(output_dir / "trainer_state.json")) if s
-    ]
+    saved = read_state(checkpoint / "trainer_state.json")
+    states = [s for s in (saved, read_state(output_dir / "trainer_state.json")) if s]
     reached = max((s.get("global_step", 0) for s in states), default=0)
     target = planned_steps(training_args, states[0] if states else {})
     if target is None or reached < target:
+        return
+    # A finished run's final model is checked against what it saved (gdpo_trl.core.final_model) before it is trusted.
+    step, main = (saved or {}).get("global_step", 0), getattr(training_args, "process_index", 0) == 0
+    if settle_final_model(output_dir, checkpoint, step, reached, main) == "retrain":
         return
     model = "its model is in output_dir" if (output_dir / "config.json").is_file() else f"its model is in {checkpoint}"
     raise RunFinished(

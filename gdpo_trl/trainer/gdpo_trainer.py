@@ -43,6 +43,7 @@ from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
 from gdpo_trl.trainer.gd2po import gathered_completion_mask
 from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
 from gdpo_trl.trainer.reward_checks import check_reward_funcs
+from gdpo_trl.trainer.safe_saves import StagedSaves
 from gdpo_trl.trainer.token_rewards import (
     assemble_token_rewards,
     completion_means,
@@ -57,7 +58,8 @@ from gdpo_trl.trainer.weight_schedule import scheduled_weights
 logger = logging.get_logger(__name__)
 
 
-class GDPOTrainer(GRPOTrainer):
+# Mixin: checkpoints renamed into place when whole (safe_saves).
+class GDPOTrainer(StagedSaves, GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
 
     - Two or more reward functions with ``multi_objective_aggregation="normalize_then_sum"`` (the default of

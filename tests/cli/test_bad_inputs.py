@@ -129,7 +129,7 @@ TRAIN_ROWS = [
         ["checkpoint-4", "incomplete", "no optimizer.pt"],
     ),
     ("resume_path_missing", {}, ["--resume_from_checkpoint", "{tmp}/elsewhere"], None, ["not a checkpoint folder"]),
-    ("resume_finished_run", {}, ["--resume_from_checkpoint", "true"], "run:model", ["no checkpoint to resume"]),
+    ("resume_finished_run", {}, ["--resume_from_checkpoint", "true"], "run:model", ["no checkpoint", "is whole"]),
 ]
 
 

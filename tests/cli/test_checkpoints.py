@@ -2,6 +2,7 @@
 
 import json
 import logging
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -185,6 +186,9 @@ def test_a_finished_run_is_told_by_its_final_state_even_when_its_last_checkpoint
     args = SimpleNamespace(output_dir=str(tmp_path), max_steps=6)
     check_not_finished(tmp_path, checkpoint, args)  # step 4 of 6: resumes
     (tmp_path / "trainer_state.json").write_text(json.dumps({"global_step": 6}))
+    check_not_finished(tmp_path, checkpoint, args)  # no final model: steps 5-6 are trained again to save it
+    for name in ("model.safetensors", "config.json"):  # the final model (the same bytes will do here)
+        shutil.copy2(checkpoint / name, tmp_path / name)
     with pytest.raises(RunFinished, match="already reached step 6 of max_steps=6"):
         check_not_finished(tmp_path, checkpoint, args)
     args.max_steps = 8

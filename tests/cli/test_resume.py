@@ -69,23 +69,33 @@ def runs(tmp_path_factory):
     whole = run(recipe, folder / "whole")
     assert whole.returncode == 0, whole.stderr[-3000:]
     killed, outputs = folder / "killed", []
-    for kill in ("step:2", "optimizer:4", "state:6", ""):
+    for kill in ("step:2", "optimizer:4", "state:6", "final:6", ""):
         outputs.append(run(recipe, killed, kill=kill, resume=True))
     return folder / "whole", killed, outputs
 
 
 def test_each_kill_was_a_sigkill_and_the_last_run_finished(runs):
     _, _, outputs = runs
-    assert [o.returncode for o in outputs] == [-signal.SIGKILL] * 3 + [0], outputs[-1].stderr[-3000:]
+    assert [o.returncode for o in outputs] == [-signal.SIGKILL] * 4 + [0], outputs[-1].stderr[-3000:]
 
 
-def test_resume_skips_the_half_written_checkpoints_and_says_why(runs):
-    _, _, outputs = runs
+def test_a_half_written_checkpoint_never_has_a_checkpoint_name(runs):
+    _, killed, outputs = runs
     second_resume, third_resume = outputs[2].stdout + outputs[2].stderr, outputs[3].stdout + outputs[3].stderr
-    assert "Resuming from checkpoint-2; skipped incomplete checkpoint-4" in second_resume
-    assert "optimizer.pt is truncated" in second_resume
-    assert "no trainer_state.json" in second_resume
-    assert "Resuming from checkpoint-4; skipped incomplete checkpoint-6 (no trainer_state.json" in third_resume
+    assert "skipped incomplete" not in second_resume + third_resume  # checkpoints 4 and 6 were cut while staged
+    assert "Resuming from checkpoint-2" not in third_resume  # checkpoint-4 was renamed into place when whole
+    assert sorted(p.name for p in killed.iterdir() if p.name.startswith(".")) == []  # nothing partial left
+
+
+def test_a_kill_during_the_final_save_is_restored_from_the_last_checkpoint(runs):
+    whole, killed, outputs = runs
+    last = outputs[-1].stdout + outputs[-1].stderr
+    assert f"{killed}/model.safetensors is missing" in last or f"no final model in {killed}" in last, last[-2000:]
+    assert "restored the final model from" in last and "checkpoint-6 (the same step 6)" in last
+    assert "already reached step 6 of max_steps=6" in last
+    assert (killed / "model.safetensors").read_bytes() == (killed / "checkpoint-6" / "model.safetensors").read_bytes()
+    record = json.loads((killed / "saved_model.json").read_text())["files"]
+    assert record["model.safetensors"]["bytes"] == (whole / "model.safetensors").stat().st_size
 
 
 def test_logged_steps_run_on_without_gap_or_repeat(runs):

@@ -5,7 +5,8 @@
 - ``step:<k>``: in the middle of optimizer step k+1 (global_step == k when its training step starts);
 - ``optimizer:<k>``: while checkpoint-k is written, halfway through ``optimizer.pt`` (weights already saved; no
   scheduler, RNG or trainer state yet): a truncated file, as a kill during ``torch.save`` leaves;
-- ``state:<k>``: while checkpoint-k is written, after the RNG state and before ``trainer_state.json``.
+- ``state:<k>``: while checkpoint-k is written, after the RNG state and before ``trainer_state.json``;
+- ``final:<k>``: while the final model is written after step k, halfway through ``model.safetensors``.
 
 SIGKILL of the process itself: no Python cleanup, no ``finally``, no flush, as with ``kill -9`` or the OOM killer.
 """
@@ -56,6 +57,16 @@ def save_rng_state(self, output_dir):
         die()
 
 
+def save(self, output_dir=None, state_dict=None):
+    original_save(self, output_dir, state_dict)
+    if point == "final" and self.state.global_step == at and "checkpoint-" not in str(output_dir):
+        weights = os.path.join(output_dir, "model.safetensors")
+        os.truncate(weights, os.path.getsize(weights) // 2)
+        die()
+
+
+original_save = Trainer._save
+Trainer._save = save
 Trainer.training_step = training_step
 Trainer._save_optimizer_and_scheduler = save_optimizer_and_scheduler
 Trainer._save_rng_state = save_rng_state
