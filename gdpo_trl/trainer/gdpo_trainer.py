@@ -43,6 +43,7 @@ from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
 from gdpo_trl.trainer.gd2po import gathered_completion_mask
 from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
 from gdpo_trl.trainer.reward_checks import check_reward_funcs
+from gdpo_trl.trainer.reward_parity import GatheredRewardWarnings
 from gdpo_trl.trainer.safe_saves import StagedSaves
 from gdpo_trl.trainer.token_rewards import (
     assemble_token_rewards,
@@ -58,8 +59,8 @@ from gdpo_trl.trainer.weight_schedule import scheduled_weights
 logger = logging.get_logger(__name__)
 
 
-# Mixin: checkpoints renamed into place when whole (safe_saves).
-class GDPOTrainer(StagedSaves, GRPOTrainer):
+# Mixins: checkpoints renamed into place when whole (safe_saves), None/NaN rewards warned from every process's rows.
+class GDPOTrainer(StagedSaves, GatheredRewardWarnings, GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
 
     - Two or more reward functions with ``multi_objective_aggregation="normalize_then_sum"`` (the default of

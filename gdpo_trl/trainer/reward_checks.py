@@ -191,6 +191,7 @@ class CheckedReward:
         self.timeout = timeout
         self.__name__ = name or get_callable_name(func)
         self.warned_empty = False
+        self.local_warning = True  # False under GDPOTrainer, which warns from every process's rows (reward_parity)
 
     def _raise(self, error: BaseException):
         if isinstance(error, (RewardTimeoutError, RewardOutputError, RewardFunctionError)):
@@ -199,7 +200,8 @@ class CheckedReward:
 
     def _check(self, output, kwargs: dict):
         num_completions = len(kwargs["completions"])
-        if check_reward_output(output, num_completions, self.__name__) and not self.warned_empty:
+        empty = check_reward_output(output, num_completions, self.__name__)
+        if empty and self.local_warning and not self.warned_empty:
             self.warned_empty = True
             warnings.warn(
                 f"Reward function '{self.__name__}' returned None/NaN for all {num_completions} completions of a "
