@@ -70,14 +70,22 @@ def sweep_file(rel: str, tmp: str, lock: dict, measured: frozenset) -> tuple[int
 
 
 def sweep_rows(tmp: str) -> tuple[int, int, list[str]]:
-    """Each per-run final of docs/results/<task>.json with its last digit raised, checked against the raw logs."""
+    """Each per-run final of docs/results/<task>.json with its last digit raised (the last that changes its value),
+    checked against the raw logs."""
     edits, caught, uncaught = 0, 0, []
     for task in (t for t in STUDIES if t in LOGGED):
         text = (RESULTS / f"{task}.json").read_text(encoding="utf-8")
         logged = json.loads(regenerated_rows(task, tmp))
-        for m in re.finditer(r'"final": -?(\d)', text):
+        for m in re.finditer(r'"final": -?(\d[\d.e+-]*)', text):
+            # The last digit that changes the parsed float (17 significant digits can end below its precision).
+            digits = [m.start(1) + i for i, c in enumerate(m.group(1)) if c.isdigit()]
+            edited = next(
+                e
+                for e in (text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1 :] for i in reversed(digits))
+                if float(e[m.start(1) : m.end(1)]) != float(m.group(1))
+            )
             edits += 1
-            if json.loads(text[: m.start(1)] + bump(text[m.start(1) :], 0)) != logged:
+            if json.loads(edited) != logged:
                 caught += 1
             else:
                 uncaught.append(f"docs/results/{task}.json, row {edits}: {m.group(0)}")

@@ -29,7 +29,9 @@ inside identifiers (``Qwen2.5``, ``H100``) and whole numbers in prose without a 
    block: another figure of the block fails. Markers written before figures were named
    (``<!-- measured YYYY-MM-DD, <machine>: <command> -->``) cover only the figures the lock lists as measured by
    that command, as written; a figure the marker names but its block no longer holds fails too.
-3. *Cited.* Its block carries ``<!-- cited: <source> -->``: a figure quoted from elsewhere (the paper), not ours.
+3. *Cited.* Its block carries ``<!-- cited: figures 0.5, 0.667: <source> -->`` naming it: a figure quoted from
+   elsewhere (the paper), not ours. As with a measured marker, one that names no figures covers only those the lock
+   lists as cited from that source.
 4. *A setting.* Its section's own command, code or config fences hold it (``--max_steps 2`` makes "2 steps" a
    setting), or it is one of ``SETTINGS``' design values of that file (the pre-registration's sample sizes,
    the statistic's levels), each listed with the reason it is not a result.
@@ -39,7 +41,7 @@ the per-run rows beside them (``docs/results/<task>.json``: each run's ``final``
 seed_study.py writes from the same logs.
 
 **The lock.** tests/docs/figures.lock lists every figure of README.md and docs/**.md in order, each with its
-section and what backs it (``recomputed <source>``, ``measured: <command>``, ``cited``, ``setting``,
+section and what backs it (``recomputed <source>``, ``measured: <command>``, ``cited: <source>``, ``setting``,
 ``generated``). A figure edited, added, removed or backed differently without the same change in the lock fails
 :func:`test_the_lock_lists_every_figure_as_written`: so a one-digit edit fails even where recomputation alone would
 let it through (a figure changed to another of its sources' numbers, a measured figure). After a deliberate,

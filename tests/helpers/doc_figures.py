@@ -27,7 +27,7 @@ FIGURE = re.compile(
 MEASURED = re.compile(
     r"<!-- measured (\d{4}-\d{2}-\d{2}), ([^:]+?): (?:figures (?P<names>[^:]+?): )?(?P<command>\S.*?) -->"
 )
-CITED = re.compile(r"<!-- cited: (?P<source>\S.*?) -->")
+CITED = re.compile(r"<!-- cited: (?:figures (?P<names>[^:]+?): )?(?P<command>\S.*?) -->")  # the same, for a citation
 FENCE = re.compile(r"^\s*```\s*(\S*)")
 HEADING = re.compile(r"^(#{1,6}) (.*)")
 
@@ -44,7 +44,7 @@ class Figure:
     block: int  # index of its block in the file
     marked: str | None  # "measured"/"cited" when its block carries such a marker
     col: int = 0  # where its number starts in the line
-    commands: tuple = ()  # the commands of its block's measured markers
+    commands: tuple = ()  # the commands of its block's measured markers (the sources of its cited ones)
     named: frozenset = frozenset()  # (command, figure as written) for each figure its block's markers name
     row: str = ""  # the whole line, when it is a table row
     pair: tuple | None = None  # ("±", a, b) or ("[]", a, b) when written as "a ± b" or "[a, b]": both must match
@@ -79,11 +79,12 @@ def _marker(lines: list[str], start: int, end: int) -> tuple[str | None, tuple, 
         nxt += 1
     candidates = lines[start:end] + ([lines[nxt]] if nxt < len(lines) else [])
     text = "\n".join(candidates)
-    measured = list(MEASURED.finditer(text))
-    if measured:
-        names = frozenset((m["command"], n.strip()) for m in measured if m["names"] for n in m["names"].split(", "))
-        return "measured", tuple(m["command"] for m in measured), names
-    return ("cited" if CITED.search(text) else None), (), frozenset()
+    for kind, pattern in (("measured", MEASURED), ("cited", CITED)):
+        found = list(pattern.finditer(text))
+        if found:
+            names = frozenset((m["command"], n.strip()) for m in found if m["names"] for n in m["names"].split(", "))
+            return kind, tuple(m["command"] for m in found), names
+    return None, (), frozenset()
 
 
 # Version numbers and identifiers that look like figures: "TRL 1.16", "Python >= 3.10", "arXiv 2601.05242", "1.5B".

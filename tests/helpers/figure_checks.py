@@ -68,8 +68,8 @@ def recomputed(figure: Figure, tmp: str, mates: tuple = ()) -> str | None:
 
 def kind(figure: Figure, tmp: str, code: dict, locked_measured: frozenset, mates: tuple = ()) -> str:
     """How a figure is backed, as tests/docs/figures.lock records it: ``setting``, ``recomputed <source>``,
-    ``measured: <command>``, ``cited``, or :data:`UNBACKED`. ``code``: its file's :func:`code_numbers`;
-    ``locked_measured``: the (command, figure) pairs the lock lists as measured."""
+    ``measured: <command>``, ``cited: <source>``, or :data:`UNBACKED`. ``code``: its file's :func:`code_numbers`;
+    ``locked_measured``: the (command or source, figure) pairs the lock lists as measured or cited."""
     if figure.text in SETTINGS.get(figure.path, {}):
         return "setting"
     if figure.decimals == 0 and not figure.percent and matches(figure, code.get(figure.section, [])):
@@ -77,12 +77,9 @@ def kind(figure: Figure, tmp: str, code: dict, locked_measured: frozenset, mates
     source = recomputed(figure, tmp, mates)
     if source:
         return f"recomputed {source}"
-    if figure.marked == "measured":
-        for command in figure.commands:
-            if (command, figure.text) in figure.named or (command, figure.text) in locked_measured:
-                return f"measured: {command}"
-    if figure.marked == "cited":
-        return "cited"
+    for command in figure.commands:  # a measured marker's command, or a cited marker's source
+        if (command, figure.text) in figure.named or (command, figure.text) in locked_measured:
+            return f"{figure.marked}: {command}"
     return UNBACKED
 
 

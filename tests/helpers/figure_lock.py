@@ -7,7 +7,7 @@ After a deliberate, reviewed change to the docs' figures (or to what backs them)
 
 A figure under a measured marker is written as measured only when the marker names it
 (``<!-- measured DATE, MACHINE: figures 27.4 s, 81%: COMMAND -->``) or the old lock already lists it, as written,
-as measured by that same command; any other figure nothing backs is written ``UNBACKED``, listed, and the update
+as measured by that same command (and a cited figure likewise: ``<!-- cited: figures 0.5, 0.667: SOURCE -->``); any other figure nothing backs is written ``UNBACKED``, listed, and the update
 exits 1 (the test fails on it until it is recomputed, named by a marker, cited or removed).
 """
 
@@ -50,12 +50,13 @@ def read(path: Path = LOCK) -> dict[str, list[tuple[str, str, str]]]:
 
 
 def locked_measured(lock: dict) -> frozenset:
-    """The (command, figure) pairs the lock lists as measured: a marker that names no figures covers only these."""
+    """The (command, figure) pairs the lock lists as measured, and the (source, figure) pairs it lists as cited: a
+    marker that names no figures covers only these."""
     return frozenset(
-        (kind.removeprefix("measured: "), text)
+        (kind.split(": ", 1)[1], text)
         for entries in lock.values()
         for _, text, kind in entries
-        if kind.startswith("measured: ")
+        if kind.startswith(("measured: ", "cited: "))
     )
 
 

@@ -48,7 +48,7 @@ SOURCES = [
     (PAGE, r"Advantage collapse", [advantage_groups]),
     (PAGE, r"Process rewards", [worked_example]),
     (PAGE, r"When things go wrong", [bad_input_cases]),
-    (PAGE, r"Does GDPO beat GRPO", [every_study]),
+    (PAGE, r"Does GDPO beat GRPO", [every_study, study_summary]),
     (PAGE, r"Tool calling: the paper", [toolcall_demo, toolrl_sample_rows]),
     (PAGE, r"Does GDPO learn better here", [compare_demo]),
     (PAGE, r"Multi-turn agents", [agent_demo]),
@@ -59,8 +59,9 @@ SOURCES = [
     # and its time table) and the summary draw on every study.
     (r"docs/results/README\.md", r"Part 1", [study(t) for t in PILOTS if t in LOGGED]),
     (r"docs/results/README\.md", r"Addendum[^>]*H4", [study("toolcall")]),  # quotes H1's diagnostics
-    (r"docs/results/README\.md", r"Part 2: results$|### Summary", [every_study]),
-    (r"docs/results/README\.md", r"### Summary", [study_summary]),
+    (r"docs/results/README\.md", r"Part 2: results$", [every_study]),
+    # The summary quotes scripts/study_summary.py's comparisons, H6b's warm start (0.38) and H6's success (0.05).
+    (r"docs/results/README\.md", r"### Summary", [study_summary, agent_demo, study("agent")]),
     (r"docs/results/README\.md", r"### H1", [study("toolcall"), committed("b9f2dbd", "docs/results/toolcall.md")]),
     (r"docs/results/README\.md", r"### H2", [study("gsm8k_style")]),
     (r"docs/results/README\.md", r"### H3", [study("length"), lengths("length")]),
