@@ -109,6 +109,20 @@ def process_count_refusal(folder: Path, problems: list[str], world_size: int) ->
     )
 
 
+def check_resume_processes(training_args) -> None:
+    """Before any process starts (``gdpo train``'s launcher parses with the launch's ``world_size``): resuming a
+    checkpoint whose run had another process count is refused in one line, not after every process loaded."""
+    resume = training_args.resume_from_checkpoint
+    if not wants_resume(resume) or training_args.save_only_model:
+        return
+    last = resume is True or str(resume).strip().lower() in RESUME_LAST
+    folder = next(iter(list_checkpoints(Path(training_args.output_dir))), None) if last else Path(str(resume))
+    saved = saved_process_count(folder) if folder is not None and folder.is_dir() else None
+    if saved and saved != training_args.world_size:
+        problem = f"{PROCESSES_PROBLEM} {saved} process{'es' * (saved > 1)}"
+        raise process_count_refusal(folder, [problem], training_args.world_size)
+
+
 def list_checkpoints(output_dir: Path) -> list[Path]:
     """``checkpoint-<step>`` folders in ``output_dir``, newest (highest step) first."""
     if not output_dir.is_dir():

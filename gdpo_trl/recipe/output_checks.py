@@ -18,6 +18,7 @@ from pathlib import Path
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.recipe.checkpoints import (
     MODEL_SIDE_FILES,
+    check_resume_processes,
     earlier_run,
     newest_complete_checkpoint,
     wants_resume,
@@ -148,6 +149,7 @@ def check_output_dir(script_args, training_args, model_args) -> None:
     if not str(output_dir or "").strip():  # '' would write into the current folder, found only at the first save
         raise InputError("output_dir is empty: give the folder the run saves to, e.g. --output_dir outputs/my-run.")
     check_output_dir_writable(output_dir)
+    check_resume_processes(training_args)  # resuming with another process count: before the processes start
     check_free_space(output_dir, model_args.model_name_or_path)
     inputs = {
         "model_name_or_path": model_args.model_name_or_path,

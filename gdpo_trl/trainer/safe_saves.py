@@ -48,6 +48,10 @@ class StagedSaves:
         self._staging_dir = str(staging)
         try:
             super()._save_checkpoint(model, trial)
+        except BaseException:  # a full disk, a failed rank: the cut checkpoint goes, the space with it
+            if self.args.should_save:
+                shutil.rmtree(staging, ignore_errors=True)
+            raise
         finally:
             self._staging_dir, self.args.save_total_limit = None, limit
         self.accelerator.wait_for_everyone()  # every rank's RNG state (and ZeRO shards) is written
@@ -77,9 +81,14 @@ def save_final_model(trainer, output_dir: str) -> None:
     if trainer.args.should_save:
         shutil.rmtree(staged, ignore_errors=True)
     trainer.accelerator.wait_for_everyone()
-    trainer.save_model(str(staged), _internal_call=True)  # _internal_call: no push from the temporary folder
-    trainer.accelerator.wait_for_everyone()
-    if trainer.args.should_save:
-        publish(staged, folder)
+    try:
+        trainer.save_model(str(staged), _internal_call=True)  # _internal_call: no push from the temporary folder
+        trainer.accelerator.wait_for_everyone()
+        if trainer.args.should_save:
+            publish(staged, folder)
+    except BaseException:  # a full disk: nothing half-written stays, and the space it took is free again
+        if trainer.args.should_save:
+            shutil.rmtree(staged, ignore_errors=True)
+        raise
     if trainer.args.push_to_hub:
         trainer.push_to_hub(commit_message="Model save", revision=trainer.args.hub_revision)

@@ -299,7 +299,10 @@ def test_a_disk_that_fills_during_a_save_leaves_the_newest_whole_checkpoint(tmp_
     assert code == 2
     reason = "No space left on device" if isinstance(error, OSError) else "PytorchStreamWriter failed"
     words = [f"the disk filled while saving into {str(out)!r}", reason, "free some space",
-             "checkpoint-1 is the newest whole checkpoint (checkpoint-2 incomplete)", "--resume_from_checkpoint true"]  # fmt: skip
+             "checkpoint-1 is the newest whole checkpoint", "--resume_from_checkpoint true"]  # fmt: skip
     assert_one_line_error(err, "gdpo train", words)
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("checkpoint") or ".partial" in p.name) == [
+        "checkpoint-1"
+    ]  # checkpoint-2 was cut while staged: removed, never named (gdpo_trl.trainer.safe_saves)
     assert checkpoint_problems(out / "checkpoint-1") == []
     assert not (out / "model.safetensors").exists()  # training stopped there

@@ -122,3 +122,27 @@ def test_resuming_with_another_process_count_is_named_as_such(tmp_path, saved, n
         assert f"was saved by a run on {saved} process{plural} and this run has {now}" in line
         assert f"Run it with --num_processes {saved}" in line
         assert "rng_state" not in line and "overwrite_output_dir" not in line and "\n" not in line
+
+
+def test_resuming_a_one_process_run_on_two_is_refused_before_any_process_starts(tmp_path, capsys):
+    """Before: every process loaded torch and TRL, then failed on rng_state_1.pth after 54 s, advising
+    --overwrite_output_dir (which deletes the run)."""
+    import time
+
+    import yaml
+
+    from gdpo_trl.cli.main import main as gdpo
+    from tests.helpers.bad_inputs import BASE_RECIPE, assert_one_line_error, run_cli, snapshot
+
+    out = tmp_path / "out"
+    checkpoint(out, 6, ranks=1)
+    before = snapshot(out)
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(BASE_RECIPE))
+    argv = ["train", "--config", str(recipe), "--output_dir", str(out), "--resume_from_checkpoint", "true"]
+    start = time.monotonic()
+    code, err = run_cli(gdpo, [*argv, "--num_processes", "2", "--main_process_port", "29731"], capsys)
+    print(f"refused after {time.monotonic() - start:.1f} s")
+    assert code == 2
+    assert_one_line_error(err, "gdpo train", ["saved by a run on 1 process and this run has 2", "--num_processes 1"])
+    assert "overwrite" not in err and snapshot(out) == before
