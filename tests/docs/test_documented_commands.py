@@ -227,8 +227,9 @@ def clone(tmp_path_factory):
 
 
 def _readme_rows(section: str, prefix: str = "| ") -> list[str]:
-    """The table rows of a README section (up to the next heading of the same or a higher level)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The table rows of a section of the README or a docs page, the first holding it (up to the next heading of the
+    same or a higher level)."""
+    text = next(t for t in (page.text for page in pages()) if section in t)
     start = text.index(section)
     level = section.split(" ")[0]
     end = min(
@@ -251,7 +252,7 @@ def _advantage_tables(root: Path, output: str) -> list[str]:
             head = [c.strip() for c in lines[0].strip("|").split("|")]
             cols = [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
             printed.append({name: [row[i] for row in cols] for i, name in enumerate(head) if i})
-    rows = [r for r in _readme_rows("### Advantage collapse") if r.split("|")[1].strip().startswith(("GRPO", "GDPO"))]
+    rows = [r for r in _readme_rows("## Advantage collapse") if r.split("|")[1].strip().startswith(("GRPO", "GDPO"))]
     assert len(printed) == 2 and len(rows) == 6, (printed, rows)
     problems = []
     for index, row in enumerate(rows):

@@ -16,12 +16,17 @@ ROOT = Path(__file__).resolve().parents[2]
 # Reading order: the README, then the guides in the order the README points to them.
 DOCS = (
     "README.md",
+    "docs/quickstart.md",
     "docs/training.md",
     "docs/evaluation.md",
     "docs/process_rewards.md",
     "docs/toolcall.md",
     "docs/agents.md",
     "docs/gsm8k_fidelity.md",
+    "docs/paper_toolkit.md",
+    "docs/studies.md",
+    "docs/measurements.md",
+    "docs/layout.md",
 )
 MARKERS = ("gpu", "slow", "runnable")
 _MARKER = re.compile(r"<!--\s*(\w+)\s*-->")
@@ -128,7 +133,7 @@ def recipe_output_dir(config: str, root: Path = ROOT) -> str | None:
 def writes(command: str, root: Path = ROOT) -> list[str]:
     """The folders (or files) ``command`` writes its results to, as far as the docs' commands go."""
     tokens = words(command)
-    if "--help" in tokens or "-h" in tokens:
+    if "--help" in tokens or "-h" in tokens or "--help-all" in tokens:
         return []
     if tokens[:2] == ["gdpo", "train"] or "gdpo_trl.cli.train" in tokens:
         config = flag(tokens, "--config")
