@@ -162,6 +162,14 @@ def _flat(value):
         yield value
 
 
+def shipped_records(tmp):
+    """Every number of the shipped warm starts' build records (gdpo_trl/models/shipped/*/warmstart.json)."""
+    found = []
+    for path in sorted((ROOT / "gdpo_trl" / "models" / "shipped").glob("*/warmstart.json")):
+        found += [v for v in _flat(json.loads(path.read_text())) if isinstance(v, (int, float))]
+    return found
+
+
 def toolcall_demo(tmp):
     """The README's tool-calling recipe run and its before/after evals (docs/results/logs/toolcall_demo.json: the
     run's log_history and both eval summaries): first and last 5 steps' means, and the eval metrics."""

@@ -19,6 +19,7 @@ from tests.helpers.figure_sources import (
     first_steps,
     lengths,
     pairing_example,
+    shipped_records,
     study,
     study_summary,
     study_summary_rows,
@@ -44,7 +45,7 @@ SUMMARY_TABLES = [(PAGE, r"Does GDPO beat GRPO"), (r"docs/results/README\.md", r
 
 # (file, a regular expression searched in the figure's section) -> its sources. Every matching entry counts.
 SOURCES = [
-    (PAGE, r"Quick start", [eval_demo]),
+    (PAGE, r"Quick start", [eval_demo, shipped_records]),
     (PAGE, r"Advantage collapse", [advantage_groups]),
     (PAGE, r"Process rewards", [worked_example]),
     (PAGE, r"When things go wrong", [bad_input_cases]),
