@@ -31,7 +31,8 @@ def grid_shape(n_panels: int, max_cols: int = 3) -> tuple[int, int]:
 
 
 def plot_runs(runs: list[Run], out_png: str | os.PathLike, *, window: int = 1, title: str | None = None) -> Path:
-    """Write one PNG with a panel per reward, plus total reward, completion length and KL; one line per run.
+    """Write one PNG with a panel per reward, plus total reward, completion length and KL (each only where a run logged
+    it: no KL panel for runs with ``beta: 0``); one line per run.
 
     Values are smoothed with :func:`smooth` (``window`` logged points). Each run keeps the same colour in every
     panel and a single legend below the grid names them, so it never covers data.
