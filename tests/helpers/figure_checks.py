@@ -37,10 +37,14 @@ def _rows(source, tmp: str) -> frozenset:
 
 @functools.cache
 def _values(source, tmp: str) -> tuple[list[float], list[tuple], list[list[float]]]:
-    """A source's numbers and, when it returns text, its "a ± b" and "[a, b]" pairs and each table row's numbers."""
+    """A source's numbers and, when it returns text, its "a ± b" and "[a, b]" pairs and each table row's numbers.
+    A table's header row is left out: its numbers are labels ("steps 21-30", "p < 0.05/4"), not results."""
     found = source(tmp)
     if not isinstance(found, str):
         return found, [], []
+    lines = found.splitlines()
+    headers = {i for i in range(len(lines) - 1) if lines[i].startswith("|") and lines[i + 1].startswith("|---")}
+    found = "\n".join(line for i, line in enumerate(lines) if i not in headers)
     return numbers(found), pairs(found), [numbers(line) for line in found.splitlines() if line.startswith("|")]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.util
 import io
 import json
 import os
@@ -43,65 +42,6 @@ def regenerated_rows(task: str, tmp: str) -> str:
     study's raw logs, as text."""
     regenerated(task, tmp)
     return (Path(tmp) / task / f"{task}.json").read_text(encoding="utf-8")
-
-
-def first_steps(task: str):
-    """Each reward's mean over a study's runs at their first logged step (what its first steps scored)."""
-
-    def source(tmp):
-        runs = seed_study().read_logs(LOGS / f"{task}.json.gz")["runs"].values()
-        firsts = [next(e for e in log if "loss" in e) for log in runs]
-        keys = sorted({k for e in firsts for k in e if k.startswith("rewards/") and k.endswith("/mean")})
-        return [sum(e[k] for e in firsts) / len(firsts) for k in keys]
-
-    source.__qualname__ = f"first_steps:{task}"
-    return source
-
-
-@functools.cache
-def committed(commit: str, path: str):
-    """A file as an earlier commit holds it (``git show COMMIT:PATH``): a first run's tables, kept in the history."""
-
-    def source(tmp):
-        out = subprocess.run(["git", "show", f"{commit}:{path}"], capture_output=True, text=True, cwd=ROOT)
-        assert out.returncode == 0, f"git show {commit}:{path} failed (a shallow clone?): {out.stderr.strip()}"
-        return out.stdout
-
-    source.__qualname__ = f"git show {commit}:{path}"
-    return source
-
-
-def lengths(task: str):
-    """Completion lengths (``completions/mean_length``) over a study's first and last 10 steps: the mean over every
-    run, then per method."""
-
-    def source(tmp):
-        runs = seed_study().read_logs(LOGS / f"{task}.json.gz")["runs"]
-        found = []
-        for prefix in ("", "grpo-", "grpo_no_std-", "gdpo-"):
-            steps = [[e for e in log if "loss" in e] for name, log in runs.items() if name.startswith(prefix)]
-            for block in (slice(0, 10), slice(-10, None)):
-                means = [sum(e["completions/mean_length"] for e in s[block]) / len(s[block]) for s in steps]
-                found.append(sum(means) / len(means))
-        return found
-
-    source.__qualname__ = f"lengths:{task}"
-    return source
-
-
-@functools.cache
-def study_summary(tmp):
-    """scripts/study_summary.py's table (every comparison of the studies with Welch p, Holm p and bootstrap CI) and
-    the number of its comparisons."""
-    spec = importlib.util.spec_from_file_location("study_summary", ROOT / "scripts" / "study_summary.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.table() + f"\n{len(module.comparisons())}"
-
-
-def study_summary_rows(tmp):
-    """The lines of scripts/study_summary.py's table: the docs' copy must hold each row whole."""
-    return study_summary(tmp).splitlines()
 
 
 # --- sources: each returns the numbers it recomputes -----------------------------------------------------------

@@ -12,20 +12,23 @@ from tests.helpers.figure_sources import (
     advantage_rows,
     agent_demo,
     bad_input_cases,
-    committed,
     compare_demo,
     eval_demo,
     every_study,
-    first_steps,
-    lengths,
     pairing_example,
     shipped_records,
     study,
-    study_summary,
-    study_summary_rows,
     toolcall_demo,
     toolrl_sample_rows,
     worked_example,
+)
+from tests.helpers.figure_study_sources import (
+    committed,
+    first_steps,
+    lengths,
+    runtime_rows,
+    study_summary,
+    study_summary_rows,
 )
 from tests.helpers.studies import LOGGED, PILOTS
 
@@ -36,6 +39,7 @@ PAGE = r"README\.md|docs/[a-z0-9_]+\.md"  # the README or a page of docs/ (not d
 ROW_SOURCES = [
     (PAGE, r"Advantage collapse", advantage_rows),
     (r"docs/results/README\.md", r"Every comparison, with Holm", study_summary_rows),
+    (r"docs/results/README\.md", r"Part 2: results$", runtime_rows),
 ]
 
 # Tables that summarise several tables of their sources: a row's figures come from different source rows, so the
@@ -105,6 +109,13 @@ SETTINGS: dict[str, dict[str, str]] = {
         "25 min": "the study's time budget per task, " + _PREREGISTERED,
         "25-minute": "the study's time budget per task, " + _PREREGISTERED,
         "5 steps": "the curves' smoothing window",
+        "20 steps": "the run length of H6-H6c and of H7 as amended, each " + _PREREGISTERED,
+        "20-step": "the run length of H7 as first amended, " + _PREREGISTERED,
+        "60 runs": "H7's runs (2 tasks x 3 methods x 10 seeds), " + _PREREGISTERED,
+        "30 steps": "the H6 pilot's length and H7's first design, " + _PREREGISTERED,
+        "80 s": "H6's target length of a run, from its pilot, " + _PREREGISTERED,
+        "50 s": "the estimate of a GSM8K-style run that set the study's lengths, " + _PREREGISTERED,
+        "35-40 min": "the estimate of 30 tool runs of 60 steps that set the study's lengths, " + _PREREGISTERED,
     },
     "README.md": {
         "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
@@ -112,6 +123,10 @@ SETTINGS: dict[str, dict[str, str]] = {
         "10 steps": "the final value's window, docs/results/README.md part 1",
         "95%": "the confidence level, docs/results/README.md part 1",
         "10 seeds": "the study's design, docs/results/README.md part 1",
+    },
+    "docs/studies.md": {
+        "5 steps": "gdpo compare's final window (the mean of the last 5 steps), a column of its table",
+        "0.1": "gdpo compare's threshold for its steps-to-start+0.1 column",
     },
     "docs/training.md": {
         "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
