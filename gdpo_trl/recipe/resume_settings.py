@@ -150,12 +150,16 @@ def check_not_finished(output_dir: Path, checkpoint: Path, training_args) -> Non
         return
     # A finished run's final model is checked against what it saved (gdpo_trl.core.final_model) before it is trusted.
     step, main = (saved or {}).get("global_step", 0), getattr(training_args, "process_index", 0) == 0
-    if settle_final_model(output_dir, checkpoint, step, reached, main) == "retrain":
+    settled = settle_final_model(output_dir, checkpoint, step, reached, main)
+    if settled == "retrain":
         return
     model = "its model is in output_dir" if (output_dir / "config.json").is_file() else f"its model is in {checkpoint}"
+    changed = (
+        f"only its final model was restored from {checkpoint.name}" if settled == "restored" else "nothing changed"
+    )
     raise RunFinished(
         f"the run in {str(output_dir)!r} already reached step {reached} of max_steps={target}; nothing to train and "
-        f"nothing changed ({model}). To train further, raise --max_steps."
+        f"{changed} ({model}). To train further, raise --max_steps."
     )
 
 

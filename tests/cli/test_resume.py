@@ -92,7 +92,7 @@ def test_a_kill_during_the_final_save_is_restored_from_the_last_checkpoint(runs)
     last = outputs[-1].stdout + outputs[-1].stderr
     assert f"{killed}/model.safetensors is missing" in last or f"no final model in {killed}" in last, last[-2000:]
     assert "restored the final model from" in last and "checkpoint-6 (the same step 6)" in last
-    assert "already reached step 6 of max_steps=6" in last
+    assert "already reached step 6 of max_steps=6; nothing to train and only its final model was restored" in last
     assert (killed / "model.safetensors").read_bytes() == (killed / "checkpoint-6" / "model.safetensors").read_bytes()
     record = json.loads((killed / "saved_model.json").read_text())["files"]
     assert record["model.safetensors"]["bytes"] == (whole / "model.safetensors").stat().st_size
