@@ -25,7 +25,7 @@ $(VENV)/.installed: pyproject.toml setup.py
 	touch $@
 
 demo: install
-	@echo "gdpo train --config recipes/cpu/gdpo/config.yaml (the first run also builds the warm start; progress follows)"
+	@echo "gdpo train --config recipes/cpu/gdpo/config.yaml (from the shipped warm start; progress follows)"
 	HF_HUB_OFFLINE=1 $(BIN)/gdpo train --config recipes/cpu/gdpo/config.yaml --overwrite_output_dir true  # rerunnable
 
 # The demo's held-out problems, sampled as in training (temperature 1, 8 samples, 48 tokens): before, then after.
