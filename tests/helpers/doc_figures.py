@@ -133,7 +133,8 @@ def figures_in(text: str, rel: str) -> list[Figure]:
         paired = {}
         for kind, m in ((k, m) for k, pattern in PAIRS.items() for m in pattern.finditer(prose)):
             pair = (kind, _number(m.group(1)), _number(m.group(2)))
-            paired[m.start(1)] = paired[m.start(2)] = pair
+            for group in (1, 2):  # keyed by where the number's digits start, as FIGURE's "num" group is
+                paired[m.start(group) + (m.group(group)[0] in "+-−")] = pair
         cells = {i for i, c in enumerate(prose) if c == "|"} if prose.lstrip().startswith("|") else set()
         for m in FIGURE.finditer(prose):
             num = m.group("num")
