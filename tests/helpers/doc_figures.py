@@ -232,8 +232,10 @@ def _agrees(figure: Figure, x: float, value: float) -> bool:
 
 
 def matches(figure: Figure, candidates: list[float]) -> bool:
-    """Whether a recomputed number, rounded as the figure is written, is the figure (signs ignored: prose writes
-    "0.18 lower" for -0.178; a percentage may be a fraction x 100 or a value in percent)."""
+    """Whether a recomputed number, rounded as the figure is written, is the figure (an unsigned figure matches
+    either sign, as prose writes "0.18 lower" for -0.178; a signed one, "+0.071" or "-0.25", only its own sign, or a
+    zero; a percentage may be a fraction x 100 or a value in percent)."""
+    sign = figure.text[:1] if figure.text[:1] in "+-−" else ""
 
     def agrees(x: float, value: float, decimals: int) -> bool:
         if decimals < 0:  # scientific notation: the same mantissa digits
@@ -242,6 +244,8 @@ def matches(figure: Figure, candidates: list[float]) -> bool:
         return f"{abs(x):.{decimals}f}" == f"{value:.{decimals}f}"
 
     for x in candidates:
+        if (sign == "+" and x < 0) or (sign in ("-", "−") and x > 0 and float(figure.value) != 0):
+            continue
         if agrees(x, figure.value, figure.decimals):
             return True
         if figure.percent and agrees(100 * x, figure.value, figure.decimals):
