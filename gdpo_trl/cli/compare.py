@@ -28,6 +28,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything here is local
 
+from gdpo_trl.cli.compare_advice import accepted_flags, compare_terms
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.cli.spellings import renamed
 from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
@@ -53,7 +54,7 @@ class CompareParser(OneLineErrors, argparse.ArgumentParser):
     pass
 
 
-def parse_args(argv=None):
+def build_parser() -> CompareParser:
     from gdpo_trl.results.compare import METHODS
 
     parser = CompareParser(
@@ -78,6 +79,11 @@ def parse_args(argv=None):
     parser.add_argument("--window", type=int, default=5, help="smoothing window (steps) for the plot and targets")
     parser.add_argument("--output_dir", default="outputs/compare")
     parser.add_argument("--skip_training", action="store_true", help="only rebuild table and plot from --output_dir")
+    return parser
+
+
+def parse_args(argv=None):
+    parser = build_parser()
     args = parser.parse_args(renamed(list(sys.argv[1:] if argv is None else argv), OLD_SPELLINGS, "gdpo compare"))
     check_flags(args)
     return args
@@ -187,6 +193,13 @@ def main(argv=None):
 
     quiet_known_warnings()  # as gdpo train does; also when started as `python -m gdpo_trl.cli.compare`
     args = parse_args(argv)
+    # The runs are gdpo train's: the flags their errors advise, said as this command's (or as recipe fields).
+    with compare_terms(accepted_flags(build_parser())):
+        compare(args)
+
+
+def compare(args) -> None:
+    """Train every run (unless --skip_training), then write the table and the plot."""
     recipe = find_recipe(args.config)
     read_recipe(recipe)  # a recipe that cannot be read fails before torch and TRL are imported
     from gdpo_trl.recipe.arguments import build_reward_funcs

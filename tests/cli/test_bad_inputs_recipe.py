@@ -121,3 +121,53 @@ def test_gdpo_plot_writes_the_file_it_names(tmp_path, capsys, given, written):
     err = capsys.readouterr().err
     assert f"wrote plot to {tmp_path / written}" in err and (tmp_path / written).is_file()
     assert not (tmp_path / given).is_file() or given == written
+
+
+# --- gdpo compare's advice: only flags it accepts (issue 31) --------------------------------------------------------
+
+
+def assert_compare_accepts(line: str) -> None:
+    """Every flag ``line`` advises parses with gdpo compare's own parser (with the value the line gives it)."""
+    from gdpo_trl.cli.compare import build_parser
+    from gdpo_trl.cli.compare_advice import FLAG
+
+    parser = build_parser()
+    for match in FLAG.finditer(line):
+        flag, value = "--" + match.group(1), match.group(2)
+        action = parser._option_string_actions.get(flag)
+        assert action is not None or flag == "--debug", f"gdpo compare does not accept {flag}: {line!r}"
+        if action is not None and flag != "--help":
+            parser.parse_args([flag, *([value] if value else [] if action.nargs == 0 else ["1"])])
+
+
+def test_gdpo_compare_advises_only_its_own_flags_for_a_run_folder_in_use(tmp_path, capsys, monkeypatch):
+    from tests.helpers.bad_inputs import earlier_run
+
+    monkeypatch.delenv("GDPO_TRL_DEBUG", raising=False)
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(BASE_RECIPE))
+    out = tmp_path / "compare"
+    earlier_run(out / "grpo-seed0", "checkpoints")  # gdpo train's advice: --resume_from_checkpoint true, ...
+    argv = ["--config", str(tmp_path / "recipe.yaml"), "--methods", "grpo", "--seeds", "0", "--steps", "1"]
+    code, err = run_cli(compare_main, [*argv, "--output_dir", str(out)], capsys)
+    assert code == 2
+    line = next(line for line in err.splitlines() if "error:" in line)
+    assert_one_line_error(err, "gdpo compare", ["already holds a run", "`overwrite_output_dir: true` in the --config"])
+    assert_compare_accepts(line)
+
+
+TRAIN_ADVICE = [
+    "Run it with --num_processes 2, or train a new run from this checkpoint (--model_name_or_path /r/checkpoint-2 and "
+    "a new --output_dir). Nothing was changed.",
+    "bf16: true needs a GPU: set use_cpu: true and bf16: false (--use_cpu true --bf16 false), or use a GPU.",
+    "lower --max_steps, or see gdpo compare --help.",
+]
+
+
+@pytest.mark.parametrize("message", TRAIN_ADVICE, ids=["processes", "bf16", "steps"])
+def test_gdpo_train_advice_said_in_compare_terms(message):
+    from gdpo_trl.cli.compare import build_parser
+    from gdpo_trl.cli.compare_advice import accepted_flags, in_compare_terms
+
+    said = in_compare_terms(message, accepted_flags(build_parser()))
+    assert_compare_accepts(said)
+    assert "--model /r/checkpoint-2" in said or "--steps" in said or "`bf16: false` in the --config recipe" in said
