@@ -9,6 +9,7 @@ A safetensors file is an 8-byte little-endian header length, that many bytes of 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 import zipfile
@@ -88,4 +89,63 @@ def model_folder_problem(folder: Path) -> str | None:
         return (
             f"{problem}: the weights are damaged or cut short (an interrupted copy or save?); copy or save them again"
         )
+    return None
+
+
+# Safetensors bytes read tensor by tensor before loading (a second or so); a larger model is checked once loaded.
+SCAN_LIMIT = 1 << 30
+
+
+def safetensors_files(folder: Path) -> list[Path]:
+    """The safetensors files of a model or adapter folder: one file, or the shards its index names."""
+    single = [folder / n for n in ("model.safetensors", "adapter_model.safetensors") if (folder / n).is_file()]
+    if single:
+        return single[:1]
+    try:
+        index = json.loads((folder / "model.safetensors.index.json").read_text())
+        return [folder / name for name in sorted(set(index["weight_map"].values()))]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def scannable(folder: Path) -> bool:
+    """Whether ``folder``'s safetensors weights are small enough (:data:`SCAN_LIMIT`) to scan before loading."""
+    files = safetensors_files(folder)
+    return bool(files) and sum(f.stat().st_size for f in files if f.is_file()) <= SCAN_LIMIT
+
+
+def nonfinite(tensor) -> str | None:
+    """``NaN``, ``inf`` or ``NaN and inf`` with their counts when a floating ``tensor`` holds any, else None."""
+    import torch
+
+    if not tensor.is_floating_point() or tensor.numel() == 0 or bool(torch.isfinite(tensor).all()):
+        return None
+    nan, inf = int(torch.isnan(tensor).sum()), int(torch.isinf(tensor).sum())
+    found = [f"{count} {what}" for what, count in (("NaN", nan), ("inf", inf)) if count]
+    return f"{' and '.join(found)} of {tensor.numel()} values"
+
+
+def nonfinite_weights(folder: Path) -> str | None:
+    """The first tensor of ``folder``'s safetensors files that holds NaN or inf, named with its file (one pass)."""
+    from safetensors import safe_open
+
+    for path in safetensors_files(folder):
+        with safe_open(str(path), framework="pt") as weights:
+            for key in weights.keys():
+                if found := nonfinite(weights.get_tensor(key)):
+                    return f"{path.name} holds non-finite weights: tensor {key!r} has {found}"
+    return None
+
+
+def nonfinite_parameter(model, folder: Path | None = None) -> str | None:
+    """The first parameter of a loaded ``model`` that holds NaN or inf (with its file, where an index names it)."""
+    where = {}
+    if folder is not None and (folder / "model.safetensors.index.json").is_file():
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            where = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"]
+    for name, parameter in model.named_parameters():
+        if found := nonfinite(parameter.detach()):
+            fallback = "one of its shards" if where else "model.safetensors" if folder else "the model"
+            file = where.get(name) or fallback
+            return f"{file} holds non-finite weights: tensor {name!r} has {found}"
     return None

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gdpo_trl.core.weight_files import model_folder_problem
+from gdpo_trl.core.weight_files import model_folder_problem, nonfinite_parameter, nonfinite_weights, scannable
 from gdpo_trl.eval.settings import EvaluationInputError
 
 DTYPES = ("auto", "bfloat16", "float32")
@@ -129,21 +129,44 @@ def _torch_dtype(dtype: str, device: str):
     return getattr(torch, dtype)
 
 
+def nonfinite_refusal(name: str, found: str) -> str:
+    return f"model {name!r}: {found} (a run that diverged, or damaged weights): evaluate an earlier checkpoint."
+
+
+def check_finite_files(spec: ModelSpec) -> None:
+    """NaN/inf in a local model or adapter small enough to scan before loading (they generate garbage or fail in
+    sampling with a 75-line traceback); a bigger one is checked once loaded."""
+    for folder in (spec.base, spec.adapter):
+        if folder is not None and Path(folder).is_dir() and scannable(Path(folder)):
+            if found := nonfinite_weights(Path(folder)):
+                raise EvaluationInputError(nonfinite_refusal(spec.name, found))
+
+
 def load_transformers_model(spec: ModelSpec, dtype: str = "auto", device: str | None = None):
     """Load ``(model, tokenizer)`` for generation: the adapter merged into the base, eval mode, on ``device``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from gdpo_trl.recipe.checks import no_chat_template
+
     device = device or _device()
     try:
         tokenizer = AutoTokenizer.from_pretrained(spec.tokenizer)
+        if not getattr(tokenizer, "chat_template", None):  # every prompt is a conversation (as gdpo train says)
+            raise EvaluationInputError(no_chat_template(spec.name))
+        check_finite_files(spec)
         model = AutoModelForCausalLM.from_pretrained(spec.base, dtype=_torch_dtype(dtype, device))
         if spec.adapter is not None:
             from peft import PeftModel
 
             # Merging removes the per-layer LoRA detour, so generation runs at the base model's speed.
             model = PeftModel.from_pretrained(model, spec.adapter).merge_and_unload()
+    except EvaluationInputError:
+        raise
     except (OSError, ValueError) as err:  # a missing folder or file, an unreachable Hub, an unknown architecture
         raise EvaluationInputError(f"cannot load model {spec.name!r}: {err}") from err
+    base = Path(spec.base)
+    if base.is_dir() and not scannable(base) and (found := nonfinite_parameter(model, base)):
+        raise EvaluationInputError(nonfinite_refusal(spec.name, found))
     # Left padding keeps every prompt's last token at the end of the row, where generation continues.
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:

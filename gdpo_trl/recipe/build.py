@@ -25,6 +25,7 @@ from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.recipe.checkpoints import prepare_run
 from gdpo_trl.recipe.checks import (
     check_chat_template,
+    check_loaded_weights,
     check_prompt_lengths,
     check_recipe,
     check_rewards,
@@ -117,6 +118,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         callbacks=callbacks,
         **({"environment_factory": environments} if environments is not None else {}),
     )
+    check_loaded_weights(trainer.model, model_path)  # NaN/inf in a model too big to scan before it loaded
     return BuiltRun(trainer, checkpoint)
 
 

@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.core.weight_files import model_folder_problem
+from gdpo_trl.core.weight_files import model_folder_problem, nonfinite_weights, scannable
 from gdpo_trl.recipe.output_checks import check_output_dir
 
 logger = logging.getLogger("gdpo_trl.recipe.checks")
@@ -101,15 +101,40 @@ def check_model_folder(folder: Path, name: str) -> None:
     problem = model_folder_problem(folder)
     if problem:
         raise InputError(f"model_name_or_path {name!r}: {problem}, or give another model.")
+    # NaN/inf weights train to NaN losses, then fail in sampling with a 74-line traceback; a big model is checked
+    # once loaded (check_loaded_weights).
+    if scannable(folder) and (found := nonfinite_weights(folder)):
+        raise InputError(nonfinite_refusal(name, found))
+
+
+def nonfinite_refusal(name: str, found: str) -> str:
+    return (
+        f"model_name_or_path {name!r}: {found} (a run that diverged, or damaged weights): train from an earlier "
+        "checkpoint or another model."
+    )
+
+
+def check_loaded_weights(model, model_path: str) -> None:
+    """A local model too big to scan before loading (:func:`check_model_folder`): its parameters, once loaded."""
+    from gdpo_trl.core.weight_files import nonfinite_parameter
+
+    folder = Path(model_path).expanduser()
+    if folder.is_dir() and not scannable(folder) and (found := nonfinite_parameter(model, folder)):
+        raise InputError(nonfinite_refusal(model_path, found))
 
 
 def check_chat_template(dataset, tokenizer, model_path: str) -> None:
     """Conversational prompts need the tokenizer's chat template; without one TRL fails at the first batch."""
     if len(dataset) and not isinstance(dataset[0]["prompt"], str) and not getattr(tokenizer, "chat_template", None):
-        raise InputError(
-            f"the tokenizer of {model_path!r} has no chat template, and the data's prompts are conversations: save "
-            "one with the tokenizer (chat_template.jinja), or use a model saved with one (an instruct model)."
-        )
+        raise InputError(no_chat_template(model_path))
+
+
+def no_chat_template(model_path: str) -> str:
+    """The refusal of a tokenizer without a chat template (``gdpo train``'s and ``gdpo eval``'s)."""
+    return (
+        f"the tokenizer of {model_path!r} has no chat template, and the data's prompts are conversations: save "
+        "one with the tokenizer (chat_template.jinja), or use a model saved with one (an instruct model)."
+    )
 
 
 def check_rewards(reward_funcs: list, training_args) -> None:
