@@ -188,6 +188,22 @@ def check_launch_options(launch: list[str]) -> None:
             raise InputError(f"{where} is {number}: it must be {allowed}.")
     if str(config.get("distributed_type", "")).upper() == "FSDP" or "--use_fsdp" in launch:
         check_fsdp_has_accelerator()
+    if str(config.get("distributed_type", "")).upper() == "DEEPSPEED" or "--use_deepspeed" in launch:
+        check_deepspeed_installed(launch)
+
+
+def check_deepspeed_installed(launch: list[str]) -> None:
+    """A DeepSpeed config where the package was installed without its ``deepspeed`` extra: accelerate would fail in
+    every process with a 22-line traceback."""
+    import importlib.util
+
+    if importlib.util.find_spec("deepspeed") is None:
+        config = option_value(launch, "--config_file")
+        where = f"the accelerate config {Path(config).name}" if config else "--use_deepspeed"
+        raise InputError(
+            f'{where} runs DeepSpeed, which is not installed: pip install "gdpo-trl[deepspeed]", or launch with '
+            "--accelerate_config ddp."
+        )
 
 
 def check_fsdp_has_accelerator() -> None:

@@ -5,6 +5,7 @@ The reward rows train ``builtin:tiny`` for one step in this process; the launche
 Rows on two processes are in ``tests/cli/test_gdpo_command.py`` (slow).
 """
 
+import importlib.util
 import logging
 
 import pytest
@@ -102,12 +103,20 @@ LAUNCH_ROWS = [
     ("config_not_mapping", ["--accelerate_config", "{tmp}/bad.yaml"], "- 1\n", ["bad.yaml", "must be a mapping"]),
     ("config_processes_0", ["--accelerate_config", "{tmp}/bad.yaml"], "num_processes: 0\n", ["num_processes in the"]),
     ("fsdp_on_cpu", ["--accelerate_config", FSDP_ON_CPU, "--num_processes", "2"], None, ["asks for FSDP", "ddp.yaml"]),
+    ("no_deepspeed", ["--accelerate_config", "zero2"], None, ["zero2.yaml runs DeepSpeed", "gdpo-trl[deepspeed]"]),
 ]
 
 
 @pytest.mark.parametrize(("flags", "config", "words"), [r[1:] for r in LAUNCH_ROWS], ids=[r[0] for r in LAUNCH_ROWS])
 def test_launch_options_are_one_line_before_anything_starts(tmp_path, capsys, monkeypatch, flags, config, words):
     monkeypatch.delenv("GDPO_TRL_DEBUG", raising=False)
+    if "zero2" in flags:  # the wheel installed without its deepspeed extra
+        find_spec = importlib.util.find_spec
+
+        def hidden(name, *args, **kwargs):
+            return None if name.split(".")[0] == "deepspeed" else find_spec(name, *args, **kwargs)
+
+        monkeypatch.setattr(importlib.util, "find_spec", hidden)
     if config is not None:
         (tmp_path / "bad.yaml").write_text(config)
     recipe = tmp_path / "recipe.yaml"
