@@ -58,12 +58,23 @@ class Raises:
         return 1
 
 
+class FailsToStart(Raises):
+    def __init__(self):
+        raise OSError("no price list")
+
+
+class NoReset:
+    pass
+
+
 @pytest.mark.parametrize(
     "factory, words",
     [
         (Raises(), ["environment", "is not callable", "environment=ShopEnv, not ShopEnv()"]),
         (Raises, ["environment Raises", "reset() raised KeyError on the first row", "fix reset()"]),
         ({"shop": 42}, ["environment 'shop' (42) is not callable"]),
+        (FailsToStart, ["environment FailsToStart: making one raised OSError: no price list"]),
+        (NoReset, ["environment NoReset has no reset() method"]),
     ],
 )
 def test_an_environment_that_cannot_start_is_named_before_the_model_loads(
