@@ -44,7 +44,11 @@ ROW_SOURCES = [
 
 # Tables that summarise several tables of their sources: a row's figures come from different source rows, so the
 # rule that a table row's figures come from one source row does not apply there.
-SUMMARY_TABLES = [(PAGE, r"Does GDPO beat GRPO"), (r"docs/results/README\.md", r"### Summary")]
+SUMMARY_TABLES = [
+    (PAGE, r"Does GDPO beat GRPO"),
+    (r"README\.md", r"## Results$"),
+    (r"docs/results/README\.md", r"### Summary"),
+]
 
 
 # (file, a regular expression searched in the figure's section) -> its sources. Every matching entry counts.
@@ -54,6 +58,7 @@ SOURCES = [
     (PAGE, r"Process rewards", [worked_example]),
     (PAGE, r"When things go wrong", [bad_input_cases]),
     (PAGE, r"Does GDPO beat GRPO", [every_study, study_summary]),
+    (r"README\.md", r"## Results$", [study_summary]),  # the studies' summary, from scripts/study_summary.py
     (PAGE, r"Tool calling: the paper", [toolcall_demo, toolrl_sample_rows]),
     (PAGE, r"Does GDPO learn better here", [compare_demo]),
     (PAGE, r"Multi-turn agents", [agent_demo]),
@@ -77,6 +82,8 @@ SOURCES = [
     (r"docs/results/README\.md", r"Addendum.*H6b", [agent_demo]),  # the shipped warm start's check and recipe run
     (r"docs/results/README\.md", r"Addendum.*H6c", [study("agent_midrange")]),  # quotes H6b's diagnostics
     (r"docs/results/README\.md", r"### H6c", [study("agent_scale6")]),
+    (r"docs/results/README\.md", r"### H7", [study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
+    (r"docs/gd2po\.md", r"A pre-registered seed study", [study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
     (
         r"docs/agents\.md",
         r"Does GDPO beat GRPO here",
