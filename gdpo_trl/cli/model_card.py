@@ -108,6 +108,19 @@ def run_command(argv: list[str], processes: int) -> str:
     return f"gdpo train {shlex.join(argv)}"
 
 
+def base_model_source(name_or_path: str) -> str:
+    """``" (SmolLM2-135M-Instruct, converted from the GGUF file ...)"`` where the base model's folder records a GGUF
+    origin (:mod:`gdpo_trl.models.gguf`), else ``""``."""
+    from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.models.gguf import describe_source, source_record
+
+    try:
+        record = source_record(Path(resolve_model(name_or_path)))
+    except Exception:  # a Hub id offline, a name that no longer resolves: the card names what was given
+        return ""
+    return f" ({describe_source(record)})" if record else ""
+
+
 def run_card_notes(trainer, script_args, model_args, recipe: str | None, argv: list[str]) -> str:
     """The card's section about this run (Markdown): base model, data, the command and the recipe."""
     data = f"`{script_args.dataset_name}`"
@@ -116,7 +129,7 @@ def run_card_notes(trainer, script_args, model_args, recipe: str | None, argv: l
     lines = [
         "## This run (gdpo-trl)",
         "",
-        f"- **Base model:** `{model_args.model_name_or_path}`",
+        f"- **Base model:** `{model_args.model_name_or_path}`{base_model_source(model_args.model_name_or_path)}",
         f"- **Data:** {data}, split `{script_args.dataset_train_split}`",
         "",
         "### Recipe",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import sys
 import time
 from pathlib import Path
@@ -93,6 +94,24 @@ def _key(path: Path) -> str:
     return digest.hexdigest()[:10]
 
 
+SOURCE_RECORD = "gguf_source.json"  # written next to a converted checkpoint: the GGUF file it came from
+
+
+def source_record(folder: Path) -> dict | None:
+    """The GGUF origin recorded in a converted (or derived) checkpoint ``folder``, or None."""
+    try:
+        return json.loads((Path(folder) / SOURCE_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def describe_source(record: dict) -> str:
+    """One phrase for a model card: the model's name (when known) and the GGUF file it was converted from."""
+    name = f"{record['model']}, " if record.get("model") else ""
+    package = f" of {record['package']}" if record.get("package") else ""
+    return f"{name}converted from the GGUF file `{record['gguf_file']}`{package}"
+
+
 def convert_gguf(path: Path, target: Path) -> None:
     """Load GGUF file ``path`` with transformers (dequantized to float32) and save it to ``target`` as a plain
     safetensors checkpoint with its tokenizer and chat template."""
@@ -113,6 +132,8 @@ def convert_gguf(path: Path, target: Path) -> None:
     plain.generation_config = loaded.generation_config
     plain.save_pretrained(target)
     tokenizer.save_pretrained(target)
+    # Where the weights came from, for the model cards of runs trained from them (gdpo_trl.cli.model_card).
+    (target / SOURCE_RECORD).write_text(json.dumps({"gguf_file": path.name}, indent=2) + "\n")
 
 
 def _convert_isolated(path: Path, target: Path) -> None:

