@@ -92,8 +92,9 @@ def model_folder_problem(folder: Path) -> str | None:
     return None
 
 
-# Safetensors bytes read tensor by tensor before loading (a second or so); a larger model is checked once loaded.
-SCAN_LIMIT = 1 << 30
+# Safetensors bytes read tensor by tensor before loading (the builtin models, a fine-tuned tiny one: well under a
+# second); a larger model is checked once loaded, where its weights are in memory anyway.
+SCAN_LIMIT = 64 << 20
 
 
 def safetensors_files(folder: Path) -> list[Path]:
@@ -118,7 +119,10 @@ def nonfinite(tensor) -> str | None:
     """``NaN``, ``inf`` or ``NaN and inf`` with their counts when a floating ``tensor`` holds any, else None."""
     import torch
 
-    if not tensor.is_floating_point() or tensor.numel() == 0 or bool(torch.isfinite(tensor).all()):
+    if not tensor.is_floating_point() or tensor.numel() == 0:
+        return None
+    # One reduction, no mask: a NaN or inf makes the sum non-finite (a sum that overflows is checked exactly).
+    if bool(torch.isfinite(tensor.sum(dtype=torch.float32))) or bool(torch.isfinite(tensor).all()):
         return None
     nan, inf = int(torch.isnan(tensor).sum()), int(torch.isinf(tensor).sum())
     found = [f"{count} {what}" for what, count in (("NaN", nan), ("inf", inf)) if count]
