@@ -58,7 +58,9 @@ SOURCES = [
     (PAGE, r"Process rewards", [worked_example]),
     (PAGE, r"When things go wrong", [bad_input_cases]),
     (PAGE, r"Does GDPO beat GRPO", [every_study, study_summary]),
-    (r"README\.md", r"## Results$", [study_summary]),  # the studies' summary, from scripts/study_summary.py
+    # The studies' summary, from scripts/study_summary.py, and H7's (GD2PO) rows.
+    (r"README\.md", r"## Results$", [study_summary, study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
+    (r"docs/results/README\.md", r"### H7", [study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
     (PAGE, r"Tool calling: the paper", [toolcall_demo, toolrl_sample_rows]),
     (PAGE, r"Does GDPO learn better here", [compare_demo]),
     (PAGE, r"Multi-turn agents", [agent_demo]),
