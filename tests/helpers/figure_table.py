@@ -84,7 +84,6 @@ SOURCES = [
     (r"docs/results/README\.md", r"Addendum.*H6b", [agent_demo]),  # the shipped warm start's check and recipe run
     (r"docs/results/README\.md", r"Addendum.*H6c", [study("agent_midrange")]),  # quotes H6b's diagnostics
     (r"docs/results/README\.md", r"### H6c", [study("agent_scale6")]),
-    (r"docs/results/README\.md", r"### H7", [study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
     (r"docs/gd2po\.md", r"A pre-registered seed study", [study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
     (
         r"docs/agents\.md",

@@ -11,6 +11,7 @@ LOGS = RESULTS / "logs"
 STUDIES = {
     "toolcall": [], "gsm8k_style": [], "length": [], "scale6": ["--no-total"], "process": ["--no-total"], "agent": [],
     "agent_midrange": [], "agent_scale6": ["--no-total"],
+    "gd2po_toolcall": ["--method", "gd2po", "--holm"], "gd2po_gsm8k_style": ["--method", "gd2po", "--holm"],
 }
 PILOTS = {"pilot_toolcall": ["--pilot"], "pilot_gsm8k_style": ["--pilot"]}  # part 1's one look, one seed per method
 # The studies whose raw logs (each run's log_history and the command) are committed as docs/results/logs/<task>.json.gz
@@ -18,8 +19,13 @@ PILOTS = {"pilot_toolcall": ["--pilot"], "pilot_gsm8k_style": ["--pilot"]}  # pa
 # re-run had not finished when the logs were collected (see docs/results/README.md, part 2).
 LOGGED = [
     "gsm8k_style", "toolcall", "length", "scale6", "process", "agent", "agent_midrange", "agent_scale6",
-    "pilot_toolcall", "pilot_gsm8k_style",
+    "pilot_toolcall", "pilot_gsm8k_style", "gd2po_toolcall", "gd2po_gsm8k_style",
 ]
+# Seeds per method where a study has fewer than its pre-registered 10: H7 stopped at its pre-registered time with
+# the seeds whose three runs had finished (docs/results/README.md, H7).
+SEEDS = {"gd2po_toolcall": 6, "gd2po_gsm8k_style": 6}
+# Runs per study: methods x seeds (30 unless said).
+RUNS = {"process": 20, **{task: 3 * seeds for task, seeds in SEEDS.items()}}
 OTHER_LOGS = ["compare"]  # README's gdpo compare table
 
 

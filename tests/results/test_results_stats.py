@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.results import stats as rs
-from tests.helpers.studies import LOGGED, LOGS, OTHER_LOGS, PILOTS, RESULTS, STUDIES, seed_study
+from tests.helpers.studies import LOGGED, LOGS, OTHER_LOGS, PILOTS, RESULTS, RUNS, STUDIES, seed_study
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -197,7 +197,7 @@ def test_every_study_has_rows_tables_and_logs():
         logs = seed_study().read_logs(LOGS / f"{task}.json.gz")
         # the command that made the runs: `gdpo compare` (older studies ran it as `python -m gdpo_trl.cli.compare`)
         assert logs["task"] == task and re.search(r"gdpo compare|gdpo_trl\.cli\.compare", logs["command"]), task
-        assert len(logs["runs"]) == (2 if task in PILOTS else 20 if task == "process" else 30), task
+        assert len(logs["runs"]) == (2 if task in PILOTS else RUNS.get(task, 30)), task
 
 
 @pytest.mark.parametrize("task", LOGGED)
@@ -219,6 +219,6 @@ def test_committed_results_are_recomputable_from_their_rows(task, capsys):
     """Every table of docs/results/<task>.md but the exploratory ones (which need the runs) follows from <task>.json."""
     rows_path = RESULTS / f"{task}.json"
     capsys.readouterr()
-    seed_study().main(["--task", task, "--from-json", str(rows_path)])
+    seed_study().main(["--task", task, "--from-json", str(rows_path), *STUDIES[task]])  # the study's flags
     printed = capsys.readouterr().out.split("## Signal")[0]
     assert printed.strip() == rows_path.with_suffix(".md").read_text(encoding="utf-8").split("## Signal")[0].strip()
