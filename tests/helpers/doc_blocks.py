@@ -27,6 +27,7 @@ DOCS = (
     "docs/studies.md",
     "docs/measurements.md",
     "docs/layout.md",
+    "docs/gd2po.md",
 )
 MARKERS = ("gpu", "slow", "runnable")
 _MARKER = re.compile(r"<!--\s*(\w+)\s*-->")
