@@ -71,7 +71,7 @@ def test_markers_sit_on_the_line_above_a_block():
     for block in every:
         assert block.marker in (None, *MARKERS), block.name
         if block.language == "bash":
-            assert block.marker != "runnable", f"{block.name}: bash blocks run unless marked gpu or slow"
+            assert block.marker != "runnable", f"{block.name}: bash blocks run unless marked gpu, slow or data"
         elif block.marker is not None:
             assert block.marker == "runnable" and block.language == "python", block.name
 
@@ -109,7 +109,7 @@ def test_examples_write_to_folders_of_their_own():
     """Each runnable or slow example writes under outputs/, to a folder no other example uses, never the demo's."""
     seen: dict[str, str] = {}
     problems = []
-    for block in (b for b in BASH if b.marker != "gpu"):
+    for block in (b for b in BASH if b.marker not in ("gpu", "data")):
         for command in block.commands():
             for path in writes(command):
                 if path == "?" or not path.startswith("outputs/"):

@@ -1,8 +1,9 @@
 """The documentation's shell commands: every fenced ``bash`` block of README.md and docs/*.md, in reading order.
 
 A block is runnable unless the HTML comment on the line just above it marks it ``<!-- gpu -->`` (needs GPUs: its
-recipes are parsed and sized by a test instead) or ``<!-- slow -->`` (longer than five minutes here, or installs
-software: ``make docs-slow`` runs it). ``<!-- runnable -->`` marks the Python blocks tests/docs/test_readme.py runs.
+recipes are parsed and sized by a test instead), ``<!-- slow -->`` (longer than five minutes here, or installs
+software: ``make docs-slow`` runs it) or ``<!-- data -->`` (needs data a clone does not ship, GSM8K's files as
+``DATA/``: docs/real_model.md's measured run; tests/results/test_real_model.py checks what it wrote). ``<!-- runnable -->`` marks the Python blocks tests/docs/test_readme.py runs.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ DOCS = (
     "docs/measurements.md",
     "docs/layout.md",
     "docs/gd2po.md",
+    "docs/real_model.md",
 )
-MARKERS = ("gpu", "slow", "runnable")
+MARKERS = ("gpu", "slow", "runnable", "data")
 _MARKER = re.compile(r"<!--\s*(\w+)\s*-->")
 _FENCE = re.compile(r"^\s*```\s*([\w-]*)\s*$")
 # What a shell command starts with (an inline code span starting so is a command, not a name or a flag).
