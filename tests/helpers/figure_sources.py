@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import io
 import json
 import os
@@ -225,3 +226,52 @@ def bad_input_cases(tmp):
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     return [sum("_rejects[" in line for line in out.stdout.splitlines())]  # the parametrized rejection cases
+
+
+def _means(steps: list[dict], key: str) -> list[float]:
+    """A log's first-5 and last-5 means of ``key`` (what gdpo train's summary prints) and each step's value."""
+    values = [e[key] for e in steps if key in e]
+    return [sum(values[:5]) / 5, sum(values[-5:]) / 5, *values]
+
+
+def demo_shipped(tmp):
+    """The README quick start's run: make demo from the shipped warm start (its log, committed)."""
+    run = json.loads((LOGS / "reproducibility" / "demo_shipped_warmstart.json").read_text())
+    steps = [e for e in run["log_history"] if "loss" in e]
+    keys = {k for e in steps for k in e if isinstance(e[k], (int, float))}
+    return [len(steps), run["wall_seconds"], *(v for k in sorted(keys) for v in _means(steps, k))]
+
+
+def cross_cpu(tmp):
+    """docs/results/reproducibility.md: the rebuild, the shipped weights measured here, the instruction-set runs and
+    H2's seed-0 re-run (docs/results/logs/reproducibility/cross_cpu.json), the shipped records and H2's committed log."""
+    record = json.loads((LOGS / "reproducibility" / "cross_cpu.json").read_text())
+    found = [v for v in _flat(record) if isinstance(v, (int, float))]
+    found += [len(run["steps"]) for run in record["instruction_sets"]["runs"].values()]
+    with gzip.open(LOGS / "gsm8k_style.json.gz", "rt", encoding="utf-8") as f:
+        first = [e for e in json.load(f)["runs"]["gdpo-seed0"] if "loss" in e][0]
+    return found + [v for v in first.values() if isinstance(v, (int, float))]
+
+
+def real_model(tmp):
+    """docs/real_model.md: everything under docs/results/real_model/ (eval and probe summaries, the SFT record, the
+    step and generation timings, the reference comparison's counts) and the training log's per-step values, 5-step
+    means, and median, least and greatest step time."""
+    import statistics
+
+    base = ROOT / "docs" / "results" / "real_model"
+    found = []
+    for path in sorted(base.rglob("*.json")):
+        record = json.loads(path.read_text())
+        found += [v for v in _flat(record) if isinstance(v, (int, float))]
+        if path.name == "rewards_reference.json":
+            found += [len(d) for r in record.values() for d in r["differences"].values()]
+            found.append(sum(r["completions"] for r in record.values()))
+            found.append(sum(r["completions"] for name, r in record.items() if name.startswith("probe_")))
+    with gzip.open(base / "train_gdpo.json.gz", "rt", encoding="utf-8") as f:
+        run = json.load(f)
+    steps = [e for e in run["log_history"] if "loss" in e]
+    keys = {k for e in steps for k in e if isinstance(e[k], (int, float))}
+    found += [run["peak_rss_gb"], len(steps), *(v for k in sorted(keys) for v in _means(steps, k))]
+    times = [e["step_time"] for e in steps]
+    return found + [statistics.median(times), min(times), max(times)]

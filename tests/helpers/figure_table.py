@@ -13,9 +13,12 @@ from tests.helpers.figure_sources import (
     agent_demo,
     bad_input_cases,
     compare_demo,
+    cross_cpu,
+    demo_shipped,
     eval_demo,
     every_study,
     pairing_example,
+    real_model,
     shipped_records,
     study,
     toolcall_demo,
@@ -53,7 +56,10 @@ SUMMARY_TABLES = [
 
 # (file, a regular expression searched in the figure's section) -> its sources. Every matching entry counts.
 SOURCES = [
-    (PAGE, r"Quick start", [eval_demo, shipped_records]),
+    (PAGE, r"Quick start", [eval_demo, shipped_records, demo_shipped]),
+    (r"docs/real_model\.md", r".", [real_model]),
+    (r"README\.md", r"## Results$", [real_model]),
+    (r"docs/results/reproducibility\.md", r".", [cross_cpu, shipped_records]),
     (PAGE, r"Advantage collapse", [advantage_groups]),
     (PAGE, r"Process rewards", [worked_example]),
     (PAGE, r"When things go wrong", [bad_input_cases]),
