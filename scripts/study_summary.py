@@ -34,17 +34,6 @@ STUDIES = [
 LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo_outcome_only": "GDPO outcome only"}
 
 
-def holm(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in the order given: the i-th smallest p times (m - i + 1), made
-    non-decreasing along that order, at most 1."""
-    m = len(p_values)
-    adjusted, running = [0.0] * m, 0.0
-    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
-        running = max(running, min(1.0, (m - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
-
-
 def comparisons(results: Path = ROOT / "docs" / "results") -> list[tuple[str, stats.Comparison]]:
     found = []
     for hypothesis, task, baselines in STUDIES:
@@ -58,7 +47,7 @@ def comparisons(results: Path = ROOT / "docs" / "results") -> list[tuple[str, st
 
 def table(results: Path = ROOT / "docs" / "results") -> str:
     found = comparisons(results)
-    adjusted = holm([c.welch.p for _, c in found])
+    adjusted = stats.holm_adjusted([c.welch.p for _, c in found])
     lines = [
         "| study | GDPO − | reward | difference | Welch p | Holm p | 95% bootstrap CI | verdict (CI) | under Holm |",
         "|---|---|---|---:|---:|---:|---:|---|---|",
