@@ -38,3 +38,11 @@ def input_stage(what: str | None = None, *also: type[BaseException]) -> Iterator
     except (ValueError, TypeError, FileNotFoundError, NotADirectoryError, *also) as error:
         prefix = f"{what}: " if what else ""
         raise InputError(f"{prefix}{error}") from error
+
+
+def no_chat_template(model_path: str) -> str:
+    """The refusal of a tokenizer without a chat template (``gdpo train``'s and ``gdpo eval``'s)."""
+    return (
+        f"the tokenizer of {model_path!r} has no chat template, and the data's prompts are conversations: save "
+        "one with the tokenizer (chat_template.jinja), or use a model saved with one (an instruct model)."
+    )

@@ -146,7 +146,7 @@ def load_transformers_model(spec: ModelSpec, dtype: str = "auto", device: str | 
     """Load ``(model, tokenizer)`` for generation: the adapter merged into the base, eval mode, on ``device``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from gdpo_trl.recipe.checks import no_chat_template
+    from gdpo_trl.core.errors import no_chat_template
 
     device = device or _device()
     try:

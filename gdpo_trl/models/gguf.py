@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.model_source import SOURCE_RECORD
 from gdpo_trl.models.builtins import _cached_build, _run_isolated, cache_dir
 
 SUFFIX = ".gguf"
@@ -92,24 +93,6 @@ def _key(path: Path) -> str:
     with path.open("rb") as handle:
         digest.update(handle.read(1 << 20))
     return digest.hexdigest()[:10]
-
-
-SOURCE_RECORD = "gguf_source.json"  # written next to a converted checkpoint: the GGUF file it came from
-
-
-def source_record(folder: Path) -> dict | None:
-    """The GGUF origin recorded in a converted (or derived) checkpoint ``folder``, or None."""
-    try:
-        return json.loads((Path(folder) / SOURCE_RECORD).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def describe_source(record: dict) -> str:
-    """One phrase for a model card: the model's name (when known) and the GGUF file it was converted from."""
-    name = f"{record['model']}, " if record.get("model") else ""
-    package = f" of {record['package']}" if record.get("package") else ""
-    return f"{name}converted from the GGUF file `{record['gguf_file']}`{package}"
 
 
 def convert_gguf(path: Path, target: Path) -> None:

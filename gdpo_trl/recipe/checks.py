@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.errors import InputError, no_chat_template
 from gdpo_trl.core.weight_files import model_folder_problem, nonfinite_weights, scannable
 from gdpo_trl.recipe.output_checks import check_output_dir
 
@@ -127,14 +127,6 @@ def check_chat_template(dataset, tokenizer, model_path: str) -> None:
     """Conversational prompts need the tokenizer's chat template; without one TRL fails at the first batch."""
     if len(dataset) and not isinstance(dataset[0]["prompt"], str) and not getattr(tokenizer, "chat_template", None):
         raise InputError(no_chat_template(model_path))
-
-
-def no_chat_template(model_path: str) -> str:
-    """The refusal of a tokenizer without a chat template (``gdpo train``'s and ``gdpo eval``'s)."""
-    return (
-        f"the tokenizer of {model_path!r} has no chat template, and the data's prompts are conversations: save "
-        "one with the tokenizer (chat_template.jinja), or use a model saved with one (an instruct model)."
-    )
 
 
 def check_rewards(reward_funcs: list, training_args) -> None:

@@ -33,7 +33,6 @@ from gdpo_trl.core.advantages import (
     gd2po_advantages,
     gdpo_advantages,
     gdpo_token_advantages,
-    gdpo_token_reward_terms,
     grpo_advantages,
 )
 from gdpo_trl.core.config import GDPOConfig, check_weight_schedule
@@ -45,14 +44,7 @@ from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_proce
 from gdpo_trl.trainer.reward_checks import check_reward_funcs
 from gdpo_trl.trainer.reward_parity import GatheredRewardWarnings
 from gdpo_trl.trainer.safe_saves import StagedSaves
-from gdpo_trl.trainer.token_rewards import (
-    assemble_token_rewards,
-    completion_means,
-    gather_token_rewards,
-    length_mask,
-    local_step_rewards,
-    token_reward_diagnostics,
-)
+from gdpo_trl.trainer.token_rewards import TokenAdvantages
 from gdpo_trl.trainer.tool_watch import ToolWatch
 from gdpo_trl.trainer.weight_schedule import scheduled_weights
 
@@ -60,7 +52,7 @@ logger = logging.get_logger(__name__)
 
 
 # Mixins: checkpoints renamed into place when whole (safe_saves), None/NaN rewards warned from every process's rows.
-class GDPOTrainer(StagedSaves, GatheredRewardWarnings, GRPOTrainer):
+class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
 
     - Two or more reward functions with ``multi_objective_aggregation="normalize_then_sum"`` (the default of
@@ -139,7 +131,9 @@ class GDPOTrainer(StagedSaves, GatheredRewardWarnings, GRPOTrainer):
             final = torch.tensor(args.reward_weights_final, dtype=torch.float32)
             self._weight_schedule = (self.reward_weights.clone(), final)
         if self._process_slots:
-            logger.info("GDPO with process rewards %s: token-level advantages.", [s.__name__ for _, s in process_slots])
+            logger.info(
+                "GDPO with process rewards %s: token-level advantages.", [s.__name__ for _, s in process_slots]
+            )
         elif self.uses_gdpo:
             logger.info("GDPO: %d rewards %s normalized per group.", len(self.reward_funcs), self.reward_func_names)
         elif len(self.reward_funcs) == 1 and args.multi_objective_aggregation == "normalize_then_sum":
@@ -251,43 +245,6 @@ class GDPOTrainer(StagedSaves, GatheredRewardWarnings, GRPOTrainer):
         self._replace_logged_advantages(advantages)
         self._log_reward_diagnostics(rewards, advantages, num_generations, mode)
         return output
-
-    def _token_advantages(self, output: dict, outcomes: torch.Tensor, ids: list, num_generations: int, mode: str):
-        """Process mode: set ``output["advantages"]`` to this process's ``[N_local, T_local]`` token advantages.
-
-        Each process maps its own completions' steps to tokens; the ``[N_local, K_p, T_local]`` step tensors are
-        padded to the longest ``T_local`` and gathered, so group and batch statistics are over every process's
-        completions, as in a single process; each process then keeps its rows and its own ``T_local`` columns.
-        """
-        if "tool_mask" in output:
-            raise ValueError("Process rewards cannot be used with tool or environment masks (rollout_func env_mask).")
-        # TRL saw each process reward as its mean step score; the table shows each completion's mean advantage.
-        width, device = output["completion_ids"].shape[1], outcomes.device
-        columns, slots = zip(*self._process_slots, strict=True)
-        local, totals = local_step_rewards(slots, ids, width, self.processing_class)
-        lengths = torch.tensor([len(x) for x in ids], device=device)
-        process, lengths = gather_token_rewards(self.accelerator, local.to(device), lengths)
-        rewards = assemble_token_rewards(outcomes, process, columns, lengths)
-        mask = length_mask(lengths, rewards.shape[2])
-        advantages = self.compute_advantages(rewards, num_generations, completion_mask=mask)
-        if advantages.shape != mask.shape or not torch.isfinite(advantages).all():
-            raise ValueError(
-                f"{type(self).__name__}.compute_advantages must return finite token advantages of shape "
-                f"{tuple(mask.shape)} with process rewards; got shape {tuple(advantages.shape)}."
-            )
-        advantages = advantages * mask
-        local_advantages = output["advantages"]
-        start = self.accelerator.process_index * len(ids)
-        output["advantages"] = advantages[start : start + len(ids), :width].to(local_advantages)
-        self._replace_logged_advantages(completion_means(advantages, mask))
-        if num_generations > 1:
-            terms = gdpo_token_reward_terms(rewards, num_generations, mask)
-            weights = self.reward_weights.to(device)
-            totals = self.accelerator.reduce(totals.to(device), reduction="sum")
-            computed = token_reward_diagnostics(
-                rewards, terms, advantages, mask, weights, self.reward_func_names, columns, totals, num_generations
-            )
-            self._append_diagnostics(computed, mode)
 
     def _step_reward_weights(self) -> None:
         """Move ``self.reward_weights`` along the schedule (TRL reads them for its logged ``reward`` too)."""

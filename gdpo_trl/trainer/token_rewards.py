@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from gdpo_trl.core.advantages import gdpo_token_reward_terms
 from gdpo_trl.core.diagnostics import advantage_shares, applied_fraction, mean_distinct_per_group
 from gdpo_trl.rewards.process import Steps
 from gdpo_trl.trainer.process_rewards import ProcessRewardSlot, step_token_indices
@@ -181,3 +182,46 @@ def token_reward_diagnostics(
     means = completion_means(advantages, completion_mask)
     metrics["advantages/distinct_per_group"] = mean_distinct_per_group(means, num_generations)
     return metrics
+
+
+class TokenAdvantages:
+    """:class:`gdpo_trl.GDPOTrainer`'s process mode (token-level advantages), as a mixin: it uses the trainer's
+    ``accelerator``, ``processing_class``, ``reward_weights``, ``reward_func_names``, ``compute_advantages`` and its
+    ``_process_slots``, ``_replace_logged_advantages`` and ``_append_diagnostics``."""
+
+    def _token_advantages(self, output: dict, outcomes: torch.Tensor, ids: list, num_generations: int, mode: str):
+        """Process mode: set ``output["advantages"]`` to this process's ``[N_local, T_local]`` token advantages.
+
+        Each process maps its own completions' steps to tokens; the ``[N_local, K_p, T_local]`` step tensors are
+        padded to the longest ``T_local`` and gathered, so group and batch statistics are over every process's
+        completions, as in a single process; each process then keeps its rows and its own ``T_local`` columns.
+        """
+        if "tool_mask" in output:
+            raise ValueError("Process rewards cannot be used with tool or environment masks (rollout_func env_mask).")
+        # TRL saw each process reward as its mean step score; the table shows each completion's mean advantage.
+        width, device = output["completion_ids"].shape[1], outcomes.device
+        columns, slots = zip(*self._process_slots, strict=True)
+        local, totals = local_step_rewards(slots, ids, width, self.processing_class)
+        lengths = torch.tensor([len(x) for x in ids], device=device)
+        process, lengths = gather_token_rewards(self.accelerator, local.to(device), lengths)
+        rewards = assemble_token_rewards(outcomes, process, columns, lengths)
+        mask = length_mask(lengths, rewards.shape[2])
+        advantages = self.compute_advantages(rewards, num_generations, completion_mask=mask)
+        if advantages.shape != mask.shape or not torch.isfinite(advantages).all():
+            raise ValueError(
+                f"{type(self).__name__}.compute_advantages must return finite token advantages of shape "
+                f"{tuple(mask.shape)} with process rewards; got shape {tuple(advantages.shape)}."
+            )
+        advantages = advantages * mask
+        local_advantages = output["advantages"]
+        start = self.accelerator.process_index * len(ids)
+        output["advantages"] = advantages[start : start + len(ids), :width].to(local_advantages)
+        self._replace_logged_advantages(completion_means(advantages, mask))
+        if num_generations > 1:
+            terms = gdpo_token_reward_terms(rewards, num_generations, mask)
+            weights = self.reward_weights.to(device)
+            totals = self.accelerator.reduce(totals.to(device), reduction="sum")
+            computed = token_reward_diagnostics(
+                rewards, terms, advantages, mask, weights, self.reward_func_names, columns, totals, num_generations
+            )
+            self._append_diagnostics(computed, mode)
