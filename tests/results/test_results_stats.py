@@ -132,14 +132,15 @@ def test_holm_adjusted_p_values():
     assert rs.holm_adjusted([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert rs.holm_adjusted([0.5, 0.6]) == [1.0, 1.0]  # capped at 1
     assert rs.holm_adjusted([0.02]) == [0.02] and rs.holm_adjusted([]) == []
-    c = rs.compare([*_rows("gd2po", [1.0, 1.1, 1.2]), *_rows("gdpo", [0.0, 0.1, 0.2])], "f", "gd2po", "gdpo", seed=0)
+    rows = [*_method_rows("gd2po", [1.0, 1.1, 1.2]), *_method_rows("gdpo", [0.0, 0.1, 0.2])]
+    c = rs.compare(rows, "f", "gd2po", "gdpo", seed=0)
     table = rs.comparison_table([c, c], {"gd2po": "GD2PO"}, bonferroni_m=2, holm={0: 0.004})
     head, _, first, second = table.splitlines()
     assert head.endswith("| Holm p | holds under Holm |") and "0.05/2" not in head
     assert first.endswith("**ahead** | 0.004 | yes |") and second.endswith("**ahead** | - | - |")
 
 
-def _rows(method: str, finals: list[float]) -> list[dict]:
+def _method_rows(method: str, finals: list[float]) -> list[dict]:
     return [{"task": "t", "method": method, "seed": s, "reward": "f", "final": v} for s, v in enumerate(finals)]
 
 
@@ -189,7 +190,8 @@ def test_seed_study_script(tmp_path, capsys):
 
 def test_every_study_has_rows_tables_and_logs():
     assert sorted(p.stem for p in RESULTS.glob("*.json")) == sorted(STUDIES)
-    assert sorted(p.stem for p in RESULTS.glob("*.md") if p.stem != "README") == sorted(
+    # README.md is the study's page and reproducibility.md a page of its own; every other .md is a study's tables
+    assert sorted(p.stem for p in RESULTS.glob("*.md") if p.stem not in ("README", "reproducibility")) == sorted(
         [*STUDIES, *(p for p in PILOTS if p in LOGGED)]
     )
     assert sorted(p.name for p in LOGS.glob("*.json.gz")) == sorted(f"{t}.json.gz" for t in [*LOGGED, *OTHER_LOGS])
