@@ -20,7 +20,7 @@ from tests.helpers.bad_inputs import CALL, check_train_rejects
 CONFIG_ROWS = [
     ("batch_size_0", {"per_device_train_batch_size": 0}, [], ["per_device_train_batch_size=0", "at least 1"]),
     ("batch_size_negative", {"per_device_train_batch_size": -4}, [], ["per_device_train_batch_size=-4"]),
-    ("batch_size_float", {"per_device_train_batch_size": 2.5}, [], ["per_device_train_batch_size=2.5"]),
+    ("batch_size_float", {"per_device_train_batch_size": 2.5}, [], ["per_device_train_batch_size: '2.5' is not an integer"]),
     ("grad_accum_0", {"gradient_accumulation_steps": 0}, [], ["gradient_accumulation_steps=0"]),
     ("num_generations_negative", {"num_generations": -8}, [], ["num_generations=-8", "at least 2"]),
     ("completion_length_0", {"max_completion_length": 0}, [], ["max_completion_length=0"]),

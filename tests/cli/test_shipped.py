@@ -74,7 +74,9 @@ def test_recipes_list_names_every_recipe(capsys):
     assert gdpo(["recipes", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == REPO_RECIPES
-    assert "cpu/gdpo                             GDPO on CPU, offline, in about two minutes" in lines
+    described = dict(line.split(None, 1) for line in lines)  # name, then its header's first line (columns aligned)
+    assert described["cpu/gdpo"] == "GDPO on CPU, offline, in about two minutes from the shipped warm start"
+    assert len({line.index(described[line.split()[0]]) for line in lines}) == 1
 
 
 def test_recipes_copy_then_edit(elsewhere, capsys):
