@@ -73,7 +73,9 @@ def bound_completions_logging(args, argv: list[str] = (), on_cpu: bool | None = 
 
         on_cpu = bool(getattr(args, "use_cpu", False)) or not accelerator_available()
     if on_cpu and not asked:
-        args.num_completions_to_print = 0  # TRL prints nothing for 0 (trl.trainer.utils.print_prompt_completions_sample)
+        args.num_completions_to_print = (
+            0  # TRL prints nothing for 0 (trl.trainer.utils.print_prompt_completions_sample)
+        )
     elif args.num_completions_to_print is None:
         args.num_completions_to_print = DEFAULT_COMPLETIONS_TO_PRINT
 

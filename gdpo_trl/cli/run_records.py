@@ -92,7 +92,9 @@ def report_failure(folder: Path, codes: dict[int, int], output_dir: str | None =
         first = min(handled, key=lambda entry: entry["time"])
         return [first["line"]], first["code"]
     recorded = {entry["rank"] for entry in records}
-    silent = {rank: code for rank, code in sorted(codes.items()) if rank not in recorded and code != KILLED_BY_LAUNCHER}
+    silent = {
+        rank: code for rank, code in sorted(codes.items()) if rank not in recorded and code != KILLED_BY_LAUNCHER
+    }
     if silent or not records:
         silent = silent or dict(sorted(codes.items()))
         described = ", ".join(f"rank {rank} {_status(code)}" for rank, code in silent.items())

@@ -36,8 +36,7 @@ def check_condition_graph(conditions: Mapping | None, canonical: Callable[[str],
     ``length_reward`` are the same reward; ``GDPOConfig`` checks the names as written).
     """
     edges = {
-        canonical(str(target)): canonical(parse_condition(spec)[0])
-        for target, spec in (conditions or {}).items()
+        canonical(str(target)): canonical(parse_condition(spec)[0]) for target, spec in (conditions or {}).items()
     }
     for start in edges:
         path, node = [start], edges[start]

@@ -31,12 +31,16 @@ def check_jsonl(path: Path, what: str = "data") -> None:
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise InputError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})") from None
+                    raise InputError(
+                        f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})"
+                    ) from None
                 if not isinstance(row, dict):
                     raise InputError(f"{path}:{number}: each line must be a JSON object, got {type(row).__name__}")
                 rows += 1
     except UnicodeDecodeError as error:
-        raise InputError(f"{what} file {path} is not UTF-8 text (byte {error.start}: {error.reason}); save it as UTF-8.") from None
+        raise InputError(
+            f"{what} file {path} is not UTF-8 text (byte {error.start}: {error.reason}); save it as UTF-8."
+        ) from None
     if rows == 0:
         raise InputError(f"{what} file {path} is empty: it needs one JSON object per line.")
 

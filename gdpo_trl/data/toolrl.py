@@ -30,7 +30,6 @@ and </tool_call> on its own line. If you also have something to say to the user,
 inside <response>...</response> on the line after. Call only the tools listed above."""
 
 
-
 def system_prompt(tools: list[dict]) -> str:
     """The system message for a request that may use ``tools`` (JSON schemas): the tools, then the format."""
     listing = "\n".join(json.dumps(tool) for tool in tools)

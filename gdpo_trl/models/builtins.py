@@ -111,9 +111,7 @@ def _build_tiny(path: Path, architecture: str, seed: int) -> None:
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
-        code = (
-            f"from gdpo_trl.models.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
-        )
+        code = f"from gdpo_trl.models.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
         _run_isolated(["-c", code], f"builtin:{architecture}")
     else:
         save_tiny_model(path, architecture, seed)

@@ -91,7 +91,9 @@ def verify() -> int:
     failures = 0
     for name, entry in manifest().items():
         folder = SHIPPED_DIR / entry["folder"]
-        ok = file_sha256(folder / WEIGHTS) == entry["file_sha256"] and weights_sha256(folder) == entry["weights_sha256"]
+        ok = (
+            file_sha256(folder / WEIGHTS) == entry["file_sha256"] and weights_sha256(folder) == entry["weights_sha256"]
+        )
         failures += not ok
         print(f"{'ok' if ok else 'DAMAGED'}  builtin:{name}@{entry['seed']}  {folder}  {entry['weights_sha256'][:16]}")
     return failures

@@ -41,7 +41,9 @@ class ProcessReward:
         if not callable(func):
             raise TypeError(f"process_reward needs a callable, got {type(func).__name__}.")
         if inspect.iscoroutinefunction(func):
-            raise TypeError(f"process reward {getattr(func, '__name__', func)!r} is async; only sync ones are supported.")
+            raise TypeError(
+                f"process reward {getattr(func, '__name__', func)!r} is async; only sync ones are supported."
+            )
         self.func = func
         self.__name__ = getattr(func, "__name__", type(func).__name__)
         self.__doc__ = func.__doc__

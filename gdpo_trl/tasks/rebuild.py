@@ -67,7 +67,9 @@ def ship(name: str, source: Path | None = None) -> None:
     if source is None:
         rebuild(name, scratch)
     elif not source.name.startswith(f"{name}-seed{seed}-{build_id}"):
-        raise SystemExit(f"{source} is not builtin:{name}@{seed} of the current recipe ({name}-seed{seed}-{build_id}).")
+        raise SystemExit(
+            f"{source} is not builtin:{name}@{seed} of the current recipe ({name}-seed{seed}-{build_id})."
+        )
     else:
         shutil.copytree(source, scratch)
     shutil.rmtree(folder, ignore_errors=True)

@@ -44,7 +44,9 @@ def check_process_output(output, texts: Sequence[str], name: str) -> list[Steps]
         pairs = []
         for step in steps:
             if not (isinstance(step, Sequence) and len(step) == 2):
-                raise ValueError(f"Process reward '{name}' returned step {step!r} for completion {i}; use (end, score).")
+                raise ValueError(
+                    f"Process reward '{name}' returned step {step!r} for completion {i}; use (end, score)."
+                )
             end, score = step
             if isinstance(end, bool) or not isinstance(end, numbers.Integral) or not 1 <= end <= len(text):
                 raise ValueError(
@@ -188,7 +190,9 @@ def check_process_settings(args, reward_funcs: list, slots: list, **trainer_kwar
     names = [slot.__name__ for _, slot in slots]
     for field, (applies, why) in _SEQUENCE_LEVEL_SETTINGS.items():
         if applies(args):
-            raise ValueError(f"Process rewards {names} need token-level advantages, but {field}={getattr(args, field)!r}: {why}.")
+            raise ValueError(
+                f"Process rewards {names} need token-level advantages, but {field}={getattr(args, field)!r}: {why}."
+            )
     if trainer_kwargs.get("tools") or trainer_kwargs.get("environment_factory"):
         raise ValueError(
             f"Process rewards {names} cannot be used with tools or environments: tool results inside a completion "

@@ -6,10 +6,10 @@ import json
 import pytest
 import torch
 
-from gdpo_trl.tasks.agent_task import MIX_FACTORIES, ShopEnv, build_tokenizer
 from gdpo_trl.eval.agent import rollout, run_tool_calls, score_episodes
 from gdpo_trl.eval.scoring import reward_funcs
 from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
+from gdpo_trl.tasks.agent_task import MIX_FACTORIES, ShopEnv, build_tokenizer
 
 PRICES = json.dumps({"pen": 4, "cup": 9})
 CALL_PRICE = '<tool_call>{"name": "price", "arguments": {"item": "pen"}}</tool_call><|im_end|>'

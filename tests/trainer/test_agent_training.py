@@ -8,9 +8,9 @@ import torch
 from gdpo_trl import GDPOTrainer
 from gdpo_trl.core.advantages import gdpo_advantages
 from gdpo_trl.core.diagnostics import reward_diagnostics
-from gdpo_trl.tasks.agent_task import MIX_FACTORIES, build_tokenizer, load_agent_mix
 from gdpo_trl.models.tiny import build_model
 from gdpo_trl.rewards.agent import agent_format, agent_success, arith_format
+from gdpo_trl.tasks.agent_task import MIX_FACTORIES, build_tokenizer, load_agent_mix
 from tests.helpers.recorders import Recorder
 from tests.helpers.toy import toy_config
 

@@ -267,8 +267,8 @@ def test_equations_is_a_registered_process_reward_on_conversational_completions(
 def test_equations_score_the_warm_start_traces():
     import random
 
-    from gdpo_trl.tasks.warmstart import make_trace, warmstart_problems
     from gdpo_trl.rewards.equations import equations_reward
+    from gdpo_trl.tasks.warmstart import make_trace, warmstart_problems
 
     rng = random.Random(0)
     traces = [make_trace(row, rng)[0] for row in warmstart_problems(20)]
