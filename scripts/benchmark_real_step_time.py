@@ -14,15 +14,14 @@ import json
 import os
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 import yaml
+from benchmark_trainer import StepTimer  # noqa: E402 - the synthetic benchmark's per-step timer (scripts/ is on sys.path)
 from peft import LoraConfig
-from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from gdpo_trl import GDPOConfig, GDPOTrainer
@@ -34,17 +33,6 @@ from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_re
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes/cpu/smollm2_gdpo/config.yaml"
 OUT = ROOT / "docs/results/real_model/step_time.json"
-
-
-class StepTimer(TrainerCallback):
-    def __init__(self):
-        self.times, self._start = [], None
-
-    def on_step_begin(self, args, state, control, **kwargs):
-        self._start = time.perf_counter()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.times.append(time.perf_counter() - self._start)
 
 
 def run(trainer_cls, config_cls, model, dataset, args, output_dir) -> list[float]:
