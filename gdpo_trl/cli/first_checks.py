@@ -9,6 +9,7 @@ and checks everything again; where the table does not match the installed librar
 
 from __future__ import annotations
 
+from gdpo_trl.cli.launch_args import partition_args
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.recipe.early_checks import check_early
 from gdpo_trl.recipe.early_parse import early_parse
@@ -17,22 +18,10 @@ from gdpo_trl.recipe.recipe_file import recipe_argument
 
 
 def split_launch(argv: list[str], table: dict) -> tuple[list[str], list[str]]:
-    """``(recipe flags, accelerate options)`` by the rule of :func:`gdpo_trl.cli.launch.split_launch_args`, from the
-    table: a training field's flag goes to the recipe, any other option ``accelerate launch`` knows to accelerate."""
+    """``(recipe flags, accelerate options)`` by the launcher's rule (:func:`gdpo_trl.cli.launch.partition_args`),
+    with the option sets read from the table instead of TRL's dataclasses and accelerate's parser."""
     training = {option for row in table["fields"] for option in row["options"]}
-    accelerate = {**table["accelerate_options"], "--accelerate_config": True}
-    recipe, launch, i = [], [], 0
-    while i < len(argv):
-        name = argv[i].split("=", 1)[0]
-        if name in accelerate and name not in training:
-            takes_value = accelerate[name] and "=" not in argv[i]
-            if takes_value and (i + 1 == len(argv) or argv[i + 1].startswith("--")):
-                raise InputError(f"{name} needs a value, e.g. {name} 2.")
-            launch += argv[i : i + 1 + takes_value]
-            i += 1 + takes_value
-        else:
-            recipe.append(argv[i])
-            i += 1
+    recipe, launch = partition_args(argv, training, table["accelerate_options"])
     if not launch:
         return recipe, launch
     from gdpo_trl.cli.launch import resolve_accelerate_config  # sockets, subprocesses: only for a launch

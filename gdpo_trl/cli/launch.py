@@ -29,13 +29,12 @@ import tempfile
 from dataclasses import fields
 from pathlib import Path
 
+from gdpo_trl.cli.launch_args import CONFIG_FLAG, partition_args
 from gdpo_trl.cli.orphans import INTERRUPTED, LAUNCHER_ENV, interrupted_line
 from gdpo_trl.cli.run_records import RECORDS_ENV, report_failure
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.shipped import shipped_folder
 from gdpo_trl.recipe.recipe_file import yaml_problem
-
-CONFIG_FLAG = "--accelerate_config"
 
 
 def _accelerate_options() -> dict[str, bool]:
@@ -51,20 +50,7 @@ def split_launch_args(argv: list[str]) -> tuple[list[str], list[str]]:
     from gdpo_trl.recipe.arguments import DATACLASSES
 
     training_fields = {f"--{f.name}" for dataclass_type in DATACLASSES for f in fields(dataclass_type)}
-    accelerate = _accelerate_options()
-    accelerate[CONFIG_FLAG] = True
-    recipe, launch, i = [], [], 0
-    while i < len(argv):
-        name = argv[i].split("=", 1)[0]
-        if name in accelerate and name not in training_fields:
-            takes_value = accelerate[name] and "=" not in argv[i]
-            if takes_value and (i + 1 == len(argv) or argv[i + 1].startswith("--")):
-                raise InputError(f"{name} needs a value, e.g. {name} 2.")
-            launch += argv[i : i + 1 + takes_value]
-            i += 1 + takes_value
-        else:
-            recipe.append(argv[i])
-            i += 1
+    recipe, launch = partition_args(argv, training_fields, _accelerate_options())
     return recipe, resolve_accelerate_config(launch)
 
 
