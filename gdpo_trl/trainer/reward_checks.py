@@ -179,6 +179,20 @@ def reward_error(name: str, error: BaseException, kind: str = "Reward function")
     return RewardFunctionError(f"{kind} '{name}' raised {type(error).__name__}{_where()}: {error}")
 
 
+# TRL's per-completion keywords, in the order their length is trusted: any subset may come (TRL itself calls an
+# environment-owned reward's wrapper with ``environments=`` alone in its tests, and users call rewards directly).
+PER_COMPLETION_KEYS = ("completions", "completion_ids", "prompts", "environments")
+
+
+def expected_count(kwargs: dict, output) -> int:
+    """How many values the call should return: the length of its first per-completion keyword, else (a call with
+    none of them) the output's own length, so only its values are checked."""
+    for key in PER_COMPLETION_KEYS:
+        if isinstance(kwargs.get(key), (list, tuple)):
+            return len(kwargs[key])
+    return len(output) if hasattr(output, "__len__") and not isinstance(output, (str, bytes, Mapping)) else 0
+
+
 class CheckedReward:
     """Wraps a reward function so an exception, a malformed output or a hang names the function.
 
@@ -199,7 +213,7 @@ class CheckedReward:
         raise reward_error(self.__name__, error) from error
 
     def _check(self, output, kwargs: dict):
-        num_completions = len(kwargs["completions"])
+        num_completions = expected_count(kwargs, output)
         empty = check_reward_output(output, num_completions, self.__name__)
         if empty and self.local_warning and not self.warned_empty:
             self.warned_empty = True
