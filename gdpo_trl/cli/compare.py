@@ -176,10 +176,10 @@ def run_config(args, recipe: str, shared: dict, method: str, seed: int):
 
 
 def train_one(args, recipe: str, shared: dict, method: str, seed: int) -> float:
-    """One run, built and trained by :func:`gdpo_trl.recipe.build.train_run` as ``gdpo train`` would (every check,
+    """One run, built and trained by :func:`gdpo_trl.run.build.train_run` as ``gdpo train`` would (every check,
     the output-folder guard); only the final model is not saved. Returns its wall time in seconds."""
     from gdpo_trl.cli.console import use_compact_progress
-    from gdpo_trl.recipe.build import train_run
+    from gdpo_trl.run.build import train_run
 
     script, training, model, rewards = run_config(args, recipe, shared, method, seed)
     start = time.perf_counter()
@@ -203,7 +203,6 @@ def compare(args) -> None:
     recipe = find_recipe(args.config)
     read_recipe(recipe)  # a recipe that cannot be read fails before torch and TRL are imported
     from gdpo_trl.recipe.arguments import build_reward_funcs
-    from gdpo_trl.recipe.resume_settings import saved_record
     from gdpo_trl.results.compare import (
         CONFLICT_KEYS,
         METHODS,
@@ -217,6 +216,7 @@ def compare(args) -> None:
     )
     from gdpo_trl.results.runs import load_run, reward_key
     from gdpo_trl.rewards import reward_name
+    from gdpo_trl.run.resume_settings import saved_record
 
     base = parse_run(recipe, {})  # also sets the recipe's `env:` variables
     shared = comparison_fields(args, base)

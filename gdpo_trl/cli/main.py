@@ -116,7 +116,7 @@ def check_before_launch(recipe_argv: list[str], num_processes: int = 1):
     any process starts; returns its training arguments."""
     from gdpo_trl.core.errors import input_stage
     from gdpo_trl.recipe.arguments import parse_args
-    from gdpo_trl.recipe.checks import check_recipe
+    from gdpo_trl.run.checks import check_recipe
 
     with input_stage("recipe"):
         script_args, training_args, model_args = parse_args(recipe_argv, num_processes)

@@ -111,8 +111,8 @@ def run_command(argv: list[str], processes: int) -> str:
 def base_model_source(name_or_path: str) -> str:
     """``" (SmolLM2-135M-Instruct, converted from the GGUF file ...)"`` where the base model's folder records a GGUF
     origin (:mod:`gdpo_trl.models.gguf`), else ``""``."""
-    from gdpo_trl.core.model_source import describe_source, source_record
     from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.storage.model_source import describe_source, source_record
 
     try:
         record = source_record(Path(resolve_model(name_or_path)))

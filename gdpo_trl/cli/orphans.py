@@ -12,7 +12,7 @@ workers trained on to the end, unattended, holding the run's lock (a leaked job 
   is not the direct parent (a wrapper), or a ``SIGTERM`` some library handles without exiting. Once the launcher is
   gone it sends itself ``SIGTERM`` and, :data:`GRACE_S` seconds later, ends for real.
 
-The lock (:mod:`gdpo_trl.recipe.run_lock`) is an ``flock``: it goes with the last process holding it. The launcher
+The lock (:mod:`gdpo_trl.run.run_lock`) is an ``flock``: it goes with the last process holding it. The launcher
 exports its pid in :data:`LAUNCHER_ENV`; a process started by hand has none and is left alone.
 """
 

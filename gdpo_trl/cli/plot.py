@@ -17,9 +17,9 @@ from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.cli.spellings import renamed
 from gdpo_trl.core.argparsing import OneLineErrors
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.core.safe_write import check_file_target, write_text_whole
 from gdpo_trl.results.plots import plot_runs
 from gdpo_trl.results.runs import load_runs, summary_table
+from gdpo_trl.storage.safe_write import check_file_target, write_text_whole
 
 OLD_SPELLINGS = {"--out": "--output_file"}
 

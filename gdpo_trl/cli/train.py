@@ -31,15 +31,15 @@ from gdpo_trl.cli.run_records import mark_saved
 from gdpo_trl.cli.train_help import answer_help
 from gdpo_trl.core.errors import input_stage
 from gdpo_trl.recipe.arguments import parse_args
-from gdpo_trl.recipe.build import train_run
 from gdpo_trl.recipe.names import config_file
 from gdpo_trl.recipe.recipe_file import check_bare_recipe
-from gdpo_trl.recipe.resume_settings import RunFinished
+from gdpo_trl.run.build import train_run
+from gdpo_trl.run.resume_settings import RunFinished
 
 
 @cli_errors("gdpo train")
 def main(argv: list[str] | None = None) -> None:
-    """Parse the recipe and flags, then build, train and save (:func:`gdpo_trl.recipe.build.train_run`)."""
+    """Parse the recipe and flags, then build, train and save (:func:`gdpo_trl.run.build.train_run`)."""
     if answer_help(argv):
         return
     quiet_known_warnings()

@@ -8,13 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from gdpo_trl.core.advantages import (
-    center_per_group,
-    gd2po_conflicts,
-    gdpo_reward_terms,
-    group_keep_ratio,
-    grpo_advantages,
-)
+from gdpo_trl.core.advantages import center_per_group, gdpo_reward_terms, grpo_advantages
+from gdpo_trl.core.gd2po import gd2po_conflicts, group_keep_ratio
 
 
 def group_has_spread(values: torch.Tensor, num_generations: int) -> torch.Tensor:
@@ -99,7 +94,7 @@ def conflict_diagnostics(
     """Per-step conflict metrics of a batch, whatever rule trains (GDPO, GRPO or GD2PO).
 
     A rollout is in conflict when its weighted per-reward group advantages (GDPO's terms, the same under every
-    rule) pull in opposite directions (:func:`gdpo_trl.core.advantages.gd2po_conflicts`).
+    rule) pull in opposite directions (:func:`gdpo_trl.core.gd2po.gd2po_conflicts`).
 
     - ``conflict/share``: the share of the batch's rollouts in conflict;
     - ``conflict/masked_share``: the share GD2PO's rule would mask at ``threshold`` (under GD2PO: masks);

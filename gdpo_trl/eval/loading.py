@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gdpo_trl.core.weight_files import model_folder_problem, nonfinite_parameter, nonfinite_weights, scannable
 from gdpo_trl.eval.settings import EvaluationInputError
+from gdpo_trl.storage.weight_files import model_folder_problem, nonfinite_parameter, nonfinite_weights, scannable
 
 DTYPES = ("auto", "bfloat16", "float32")
 ADAPTER_CONFIG = "adapter_config.json"

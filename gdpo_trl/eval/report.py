@@ -132,7 +132,7 @@ def plan_output_dir(options: dict, overwrite: bool = False) -> Path:
             backend=options.get("backend"), dtype=options.get("dtype"),
         )  # fmt: skip
     refuse_earlier_result(out, overwrite)
-    from gdpo_trl.core.safe_write import check_writable_folder
+    from gdpo_trl.storage.safe_write import check_writable_folder
 
     check_writable_folder(out, "gdpo eval --output_dir")  # now, not after the evaluation's minutes
     return Path(out)
@@ -149,7 +149,7 @@ def write_outputs(output_dir: Path, summary: dict, rows: Sequence[dict], overwri
     An earlier result there is refused unless ``overwrite`` (default: inside :func:`replacing_results`). Each file is
     written beside its final name and renamed into place, so an interrupted write never leaves half a result.
     """
-    from gdpo_trl.core.safe_write import write_text_whole
+    from gdpo_trl.storage.safe_write import write_text_whole
 
     refuse_earlier_result(output_dir, _REPLACING.get() if overwrite is None else overwrite)
     texts = {

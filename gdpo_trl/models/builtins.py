@@ -15,9 +15,9 @@ import os
 import shutil
 from pathlib import Path
 
-from gdpo_trl.core.safe_write import os_error_in, write_error
 from gdpo_trl.models.build_lock import build_lock as _build_lock  # waits, saying for what and how long
 from gdpo_trl.models.tiny import ARCHITECTURES, BUILD_VERSION, CHAT_TEMPLATE, SPECIAL_TOKENS, TAGS, save_tiny_model
+from gdpo_trl.storage.safe_write import os_error_in, write_error
 
 CACHE_ENV = "GDPO_TRL_CACHE"
 

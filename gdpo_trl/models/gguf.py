@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.core.model_source import SOURCE_RECORD
 from gdpo_trl.models.builtins import _cached_build, _run_isolated, cache_dir
+from gdpo_trl.storage.model_source import SOURCE_RECORD
 
 SUFFIX = ".gguf"
 MAGIC = b"GGUF"  # the first four bytes of every GGUF file

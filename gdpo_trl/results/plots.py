@@ -69,7 +69,7 @@ def plot_runs(runs: list[Run], out_png: str | os.PathLike, *, window: int = 1, t
     if title or note:
         fig.suptitle(" - ".join(part for part in (title, note) if part))
     out = png_path(out_png)
-    from gdpo_trl.core.safe_write import whole_file
+    from gdpo_trl.storage.safe_write import whole_file
 
     with whole_file(out, "gdpo plot") as partial:  # whole or not at all; a write error named in one line
         fig.savefig(partial, dpi=120, format=out.suffix.lstrip(".").lower() or "png")  # the suffix names the format

@@ -72,8 +72,8 @@ def build(out: Path, data: Path, seed: int = 0, recipe: SmolSFTRecipe | None = N
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from gdpo_trl.core.model_source import SOURCE_RECORD, source_record
     from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.storage.model_source import SOURCE_RECORD, source_record
     from gdpo_trl.tasks.warmstart import train_sft
 
     recipe = recipe or SmolSFTRecipe()

@@ -1,5 +1,5 @@
 """What ``GDPOTrainer`` needs for GD2PO (``multi_objective_aggregation: gd2po``) beyond the pure function
-:func:`gdpo_trl.core.advantages.gd2po_advantages`: the token counts of every process's completions.
+:func:`gdpo_trl.core.gd2po.gd2po_advantages`: the token counts of every process's completions.
 
 GD2PO's reference whitens over the kept *tokens*, so the rule needs each gathered completion's number of trained
 tokens. TRL computes advantages from the gathered ``[N_global, K]`` rewards and each process keeps its slice; each

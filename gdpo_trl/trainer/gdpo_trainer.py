@@ -29,14 +29,10 @@ import torch
 from transformers.utils import logging
 from trl import GRPOTrainer
 
-from gdpo_trl.core.advantages import (
-    gd2po_advantages,
-    gdpo_advantages,
-    gdpo_token_advantages,
-    grpo_advantages,
-)
+from gdpo_trl.core.advantages import gdpo_advantages, gdpo_token_advantages, grpo_advantages
 from gdpo_trl.core.config import GDPOConfig, check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
+from gdpo_trl.core.gd2po import gd2po_advantages
 from gdpo_trl.rewards.conditioned import apply_reward_conditions
 from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
 from gdpo_trl.trainer.gd2po import gathered_completion_mask

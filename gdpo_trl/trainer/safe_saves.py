@@ -11,7 +11,7 @@ one.
 
 :func:`save_final_model` does the same for ``Trainer.save_model``: every rank joins (ZeRO-3 gathers the weights),
 the files land in ``output_dir/.final-model.partial``, and the main process publishes them with their sizes and
-hashes (:mod:`gdpo_trl.core.final_model`). A hyper-parameter search (``trial``) keeps transformers' own paths.
+hashes (:mod:`gdpo_trl.storage.final_model`). A hyper-parameter search (``trial``) keeps transformers' own paths.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 import shutil
 from pathlib import Path
 
-from gdpo_trl.core.final_model import PARTIAL_NAME, publish
+from gdpo_trl.storage.final_model import PARTIAL_NAME, publish
 
 STAGING_NAME = ".checkpoint.partial"
 

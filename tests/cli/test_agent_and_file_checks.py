@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import gdpo_trl.core.safe_write as safe_write
-import gdpo_trl.recipe.build as build
+import gdpo_trl.run.build as build
+import gdpo_trl.storage.safe_write as safe_write
 from gdpo_trl.cli.plot import main as plot_main
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.eval.report import write_outputs
-from gdpo_trl.recipe.agent_checks import check_environments
+from gdpo_trl.run.agent_checks import check_environments
 from tests.helpers.bad_inputs import assert_one_line_error, check_train_rejects, run_cli
 
 REASON = safe_write.REASONS

@@ -18,9 +18,9 @@ from gdpo_trl.cli.train import main as train_main
 from gdpo_trl.core.config import GDPOConfig
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.data import load_gsm8k, parse_gold_answer
-from gdpo_trl.recipe.checkpoints import prepare_output_dir, resolve_resume_checkpoint
 from gdpo_trl.rewards import get_reward_funcs
 from gdpo_trl.rewards.conditioned import apply_reward_conditions
+from gdpo_trl.run.checkpoints import prepare_output_dir, resolve_resume_checkpoint
 from gdpo_trl.trainer.reward_checks import (
     CheckedAsyncReward,
     CheckedReward,
@@ -169,7 +169,7 @@ def test_debug_flag_and_environment_show_the_traceback(tmp_path, capsys, monkeyp
 
 def test_internal_errors_keep_their_traceback(tmp_path, monkeypatch):
     """A bug is not an input error: it propagates as itself (Python prints its traceback)."""
-    import gdpo_trl.recipe.build as build
+    import gdpo_trl.run.build as build
 
     def broken(*args, **kwargs):
         raise KeyError("internal")

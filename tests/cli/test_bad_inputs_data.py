@@ -18,8 +18,8 @@ import pytest
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.data.toolrl import make_prompt
 from gdpo_trl.models.builtins import _build_lock
-from gdpo_trl.recipe.data_checks import check_rewards_fit_rows, check_steps_per_epoch, listed_tools, tool_gold_problem
 from gdpo_trl.rewards import get_reward_funcs
+from gdpo_trl.run.data_checks import check_rewards_fit_rows, check_steps_per_epoch, listed_tools, tool_gold_problem
 from tests.helpers.bad_inputs import check_train_rejects
 
 TOOLS = [

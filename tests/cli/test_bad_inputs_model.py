@@ -92,7 +92,7 @@ def test_gdpo_eval_names_a_damaged_model_folder_before_it_loads(tmp_path, capsys
 
 def test_a_model_too_big_to_scan_is_checked_once_loaded(tmp_path, capsys, monkeypatch):
     """Above SCAN_LIMIT the files are not read before loading: gdpo eval checks the loaded parameters instead."""
-    import gdpo_trl.core.weight_files as weight_files
+    import gdpo_trl.storage.weight_files as weight_files
 
     monkeypatch.setattr(weight_files, "SCAN_LIMIT", 0)
     model = tmp_path / "model"
@@ -107,9 +107,9 @@ def test_a_model_too_big_to_scan_is_checked_once_loaded(tmp_path, capsys, monkey
 def test_gdpo_train_checks_a_big_model_once_loaded(tmp_path, monkeypatch):
     import torch
 
-    import gdpo_trl.core.weight_files as weight_files
+    import gdpo_trl.storage.weight_files as weight_files
     from gdpo_trl.core.errors import InputError
-    from gdpo_trl.recipe.checks import check_loaded_weights
+    from gdpo_trl.run.checks import check_loaded_weights
 
     monkeypatch.setattr(weight_files, "SCAN_LIMIT", 0)
     save_file({"weight": torch.zeros(2, 2)}, tmp_path / "model.safetensors")

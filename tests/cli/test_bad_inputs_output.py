@@ -18,10 +18,10 @@ from types import SimpleNamespace
 
 import pytest
 
-import gdpo_trl.recipe.output_checks as output_checks
+import gdpo_trl.run.output_checks as output_checks
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.recipe.output_checks import check_free_space, check_overwrite_keeps_inputs
-from gdpo_trl.recipe.run_lock import LOCK_NAME, hold_output_dir, lock_output_dir, releases_run_locks
+from gdpo_trl.run.output_checks import check_free_space, check_overwrite_keeps_inputs
+from gdpo_trl.run.run_lock import LOCK_NAME, hold_output_dir, lock_output_dir, releases_run_locks
 from tests.helpers.bad_inputs import assert_one_line_error, check_train_rejects, earlier_run, snapshot
 from tests.helpers.checkpoints import make_checkpoint
 
@@ -39,7 +39,7 @@ def holder(tmp_path):
     process = python(
         f"""
         import time
-        from gdpo_trl.recipe.run_lock import lock_output_dir
+        from gdpo_trl.run.run_lock import lock_output_dir
         lock_output_dir({str(tmp_path / "out")!r})
         print("locked", flush=True)
         time.sleep(120)
@@ -78,7 +78,7 @@ def test_a_forked_child_does_not_keep_a_dead_runs_lock(tmp_path):
     parent = python(
         f"""
         import os, time
-        from gdpo_trl.recipe.run_lock import lock_output_dir
+        from gdpo_trl.run.run_lock import lock_output_dir
         lock_output_dir({str(out)!r})
         if os.fork() == 0:
             # Printed once fork has returned here, so after the fork hooks ran: the test never races the child's start.
@@ -210,7 +210,7 @@ def test_read_only_folder_is_found_for_real():
         child = python(
             f"""
             import os
-            from gdpo_trl.recipe.output_checks import check_output_dir_writable  # imported before giving up root
+            from gdpo_trl.run.output_checks import check_output_dir_writable  # imported before giving up root
             os.setgid(65534); os.setuid(65534)
             for target in ("locked", "locked/new/run", "open/run"):
                 try:
@@ -280,7 +280,7 @@ def test_a_disk_that_fills_during_a_save_leaves_the_newest_whole_checkpoint(tmp_
     from transformers import Trainer
 
     from gdpo_trl.cli.train import main as train_main
-    from gdpo_trl.recipe.checkpoints import checkpoint_problems
+    from gdpo_trl.run.checkpoints import checkpoint_problems
     from tests.helpers.bad_inputs import BASE_RECIPE, run_cli
 
     save = Trainer._save_optimizer_and_scheduler

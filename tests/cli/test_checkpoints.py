@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import save_file
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.recipe.checkpoints import (
+from gdpo_trl.run.checkpoints import (
     checkpoint_problems,
     prepare_output_dir,
     prepare_run,
@@ -61,7 +61,7 @@ def test_resume_falls_back_from_a_damaged_optimizer_in_one_line(tmp_path, caplog
     data = bytearray(path.read_bytes())
     data[100:164] = bytes(64)  # over the pickle: torch.load raises UnicodeDecodeError
     path.write_bytes(bytes(data))
-    with caplog.at_level(logging.INFO, logger="gdpo_trl.recipe.checkpoints"):
+    with caplog.at_level(logging.INFO, logger="gdpo_trl.run.checkpoints"):
         assert resolve_resume_checkpoint(str(tmp_path), "true") == str(tmp_path / "checkpoint-2")
     assert [r.getMessage() for r in caplog.records] == [
         "Resuming from checkpoint-2; skipped incomplete checkpoint-4 (optimizer.pt is damaged (data.pkl fails its "
@@ -101,7 +101,7 @@ def test_resume_picks_the_newest_complete_checkpoint_and_says_what_it_skipped(tm
     make_checkpoint(tmp_path, 10)
     make_checkpoint(tmp_path, 20, truncate=("optimizer.pt",))
     (tmp_path / "checkpoint-30").mkdir()
-    with caplog.at_level(logging.INFO, logger="gdpo_trl.recipe.checkpoints"):
+    with caplog.at_level(logging.INFO, logger="gdpo_trl.run.checkpoints"):
         assert resolve_resume_checkpoint(str(tmp_path), "true") == str(tmp_path / "checkpoint-10")  # by number
     lines = [r.getMessage() for r in caplog.records]
     assert lines == [
@@ -166,11 +166,11 @@ def test_prepare_run_reads_the_training_arguments(tmp_path):
 
 def test_a_checkpoint_without_a_recorded_recipe_resumes_with_a_warning(tmp_path, caplog):
     """Checkpoints saved before the recipe was recorded: the settings cannot be compared, and the line says so."""
-    from gdpo_trl.recipe.resume_settings import check_resume_settings
+    from gdpo_trl.run.resume_settings import check_resume_settings
 
     checkpoint = make_checkpoint(tmp_path, 2)
     args = SimpleNamespace(output_dir=str(tmp_path), max_steps=6)
-    with caplog.at_level(logging.WARNING, logger="gdpo_trl.recipe.resume_settings"):
+    with caplog.at_level(logging.WARNING, logger="gdpo_trl.run.resume_settings"):
         assert check_resume_settings(str(checkpoint), None, args, None) == []
     assert [r.getMessage() for r in caplog.records] == [
         "Resuming from checkpoint-2, which records no recipe (saved by an older gdpo-trl): changed settings cannot "
@@ -180,7 +180,7 @@ def test_a_checkpoint_without_a_recorded_recipe_resumes_with_a_warning(tmp_path,
 
 def test_a_finished_run_is_told_by_its_final_state_even_when_its_last_checkpoint_is_older(tmp_path):
     """save_steps 4 and max_steps 6: checkpoint-4 is the newest, the final trainer_state.json says step 6."""
-    from gdpo_trl.recipe.resume_settings import RunFinished, check_not_finished
+    from gdpo_trl.run.resume_settings import RunFinished, check_not_finished
 
     checkpoint = make_checkpoint(tmp_path, 4)
     args = SimpleNamespace(output_dir=str(tmp_path), max_steps=6)

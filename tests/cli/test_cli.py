@@ -228,7 +228,7 @@ def test_summary_averages_the_ends_of_a_longer_run():
 def test_dataset_sources():
     from gdpo_trl.data.sources import load_source
     from gdpo_trl.recipe.arguments import GDPOScriptArguments
-    from gdpo_trl.recipe.build import source_options
+    from gdpo_trl.run.build import source_options
 
     def load_dataset_for(args):
         return load_source(args.dataset_name, **source_options(args))
@@ -308,7 +308,7 @@ def test_makefile_demo_names_a_recipe_that_exists():
 
 
 def test_uncached_hub_model_offline_is_refused_in_one_line(monkeypatch, tmp_path):
-    from gdpo_trl.recipe.offline import check_model_available_offline
+    from gdpo_trl.run.offline import check_model_available_offline
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty Hugging Face cache

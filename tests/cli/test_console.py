@@ -167,7 +167,7 @@ def test_gdpo_compare_runs_print_the_compact_lines(monkeypatch, tmp_path):
     """Each run of gdpo compare is built by train_run with the same console hook as gdpo train."""
     from gdpo_trl.cli import compare
     from gdpo_trl.cli.console import use_compact_progress
-    from gdpo_trl.recipe import build
+    from gdpo_trl.run import build
 
     hooks = []
     monkeypatch.setattr(compare, "run_config", lambda *a: ("script", "training", "model", ["reward"]))

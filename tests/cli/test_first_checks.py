@@ -51,14 +51,14 @@ def test_each_mistake_is_answered_from_the_table(flags, words):
 def test_the_full_parser_refuses_the_same(flags, words):
     """Nothing the table refuses is accepted by the full path (reward names and splits are checked when built)."""
     from gdpo_trl.recipe.arguments import build_reward_funcs, parse_args
-    from gdpo_trl.recipe.checks import check_recipe
+    from gdpo_trl.run.checks import check_recipe
 
     with pytest.raises((InputError, ValueError)):
         script_args, training_args, model_args = parse_args([*RECIPE, *flags])
         check_recipe(script_args, training_args, model_args)
         build_reward_funcs(script_args)
         if "--dataset_train_split" in flags:
-            from gdpo_trl.recipe.build import source_options
+            from gdpo_trl.run.build import source_options
 
             source_options(script_args)
 

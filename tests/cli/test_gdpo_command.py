@@ -119,7 +119,7 @@ def test_a_gpu_recipe_fits_this_machine_with_a_warning_each(caplog):
     """flash_attention_2 without CUDA becomes sdpa; a tracker that is not installed is left out (and said)."""
     from types import SimpleNamespace
 
-    from gdpo_trl.recipe.checks import fit_to_machine
+    from gdpo_trl.run.checks import fit_to_machine
 
     training = SimpleNamespace(use_cpu=True, report_to=["wandb", "no-such-tracker"])
     model = SimpleNamespace(attn_implementation="flash_attention_2")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.cli import orphans
-from gdpo_trl.recipe.run_lock import LOCK_NAME
+from gdpo_trl.run.run_lock import LOCK_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = str(ROOT / "recipes" / "cpu" / "gdpo" / "config.yaml")

@@ -179,9 +179,9 @@ def test_a_longer_max_steps_is_applied_and_named_with_the_new_schedule(runs, hal
     whole, _, _ = runs
     recipe, out = half_run
     argv = ["--config", str(recipe), "--output_dir", str(out), "--resume_from_checkpoint", "true", "--max_steps", "8"]
-    with caplog.at_level(logging.WARNING, logger="gdpo_trl.recipe.resume_settings"):
+    with caplog.at_level(logging.WARNING, logger="gdpo_trl.run.resume_settings"):
         train_main(argv)
-    assert [r.getMessage() for r in caplog.records if r.name == "gdpo_trl.recipe.resume_settings"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "gdpo_trl.run.resume_settings"] == [
         "Resuming from checkpoint-4 with changed settings, applied from step 5 on: max_steps 6 -> 8 (the learning "
         "rates of the remaining steps are those of a run of the new length)."
     ]

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.core.final_model import (
+from gdpo_trl.run.checkpoints import resolve_resume_checkpoint
+from gdpo_trl.storage.final_model import (
     PARTIAL_NAME,
     RECORD_NAME,
     final_model_problem,
     publish,
     settle_final_model,
 )
-from gdpo_trl.recipe.checkpoints import resolve_resume_checkpoint
 
 
 def safetensors_bytes(values: int) -> bytes:

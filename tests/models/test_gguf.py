@@ -126,7 +126,7 @@ def test_a_model_card_names_the_gguf_a_base_model_came_from(tmp_path):
     import json
 
     from gdpo_trl.cli.model_card import base_model_source
-    from gdpo_trl.core.model_source import SOURCE_RECORD
+    from gdpo_trl.storage.model_source import SOURCE_RECORD
 
     folder = tmp_path / "converted"
     folder.mkdir()

@@ -6,8 +6,8 @@ import torch
 from trl import GRPOTrainer
 
 from gdpo_trl import GDPOTrainer
-from gdpo_trl.core.advantages import gd2po_advantages
 from gdpo_trl.core.diagnostics import conflict_diagnostics
+from gdpo_trl.core.gd2po import gd2po_advantages
 from tests.helpers.recorders import Recorder
 from tests.helpers.toy import length_mod_reward, parity_reward, toy_config, toy_dataset
 

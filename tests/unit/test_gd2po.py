@@ -1,4 +1,4 @@
-"""GD2PO's conflict-aware masking (gdpo_trl.core.advantages.gd2po_advantages) against hand-computed values and
+"""GD2PO's conflict-aware masking (gdpo_trl.core.gd2po.gd2po_advantages) against hand-computed values and
 against a plain-loop restatement of its reference code.
 
 The restatement below follows the reference (github.com/Qwen-Applications/GD2PO,
@@ -16,13 +16,8 @@ import random
 import pytest
 import torch
 
-from gdpo_trl.core.advantages import (
-    gd2po_advantages,
-    gd2po_conflicts,
-    gd2po_reward_terms,
-    gdpo_reward_terms,
-    group_keep_ratio,
-)
+from gdpo_trl.core.advantages import gdpo_reward_terms
+from gdpo_trl.core.gd2po import gd2po_advantages, gd2po_conflicts, gd2po_reward_terms, group_keep_ratio
 
 NAN = float("nan")
 THRESHOLDS = (0.0, 0.05, 0.2, 0.5, 0.9, 1.0)

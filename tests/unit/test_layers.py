@@ -8,11 +8,26 @@ them imports them; and the import graph between modules has no cycle.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "gdpo_trl"
-# Lowest first: what each layer is for is in README.md ("Layout").
-LAYERS = ["core", "rewards", "data", "trainer", "eval", "recipe", "results", "cli", "models", "tasks"]
+LAYOUT = PACKAGE.parent / "docs" / "layout.md"
+# Lowest first: what each layer is for is in docs/layout.md ("Layers"), which test_layout_names_every_module checks.
+LAYERS = [
+    "core",
+    "storage",
+    "rewards",
+    "data",
+    "trainer",
+    "eval",
+    "recipe",
+    "run",
+    "results",
+    "cli",
+    "models",
+    "tasks",
+]
 
 
 def module_name(path: Path) -> str:
@@ -92,3 +107,31 @@ def test_no_import_cycle():
         if module not in state:
             visit(module, [module])
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def layout_sections() -> dict[str, str]:
+    """docs/layout.md's package tree: each layer folder's text (its line and the indented lines under it)."""
+    text = LAYOUT.read_text()
+    tree = text[text.index("```\ngdpo_trl/") : text.index("```\n", text.index("```\ngdpo_trl/") + 4)]
+    sections: dict[str, str] = {}
+    current = None
+    for line in tree.splitlines():
+        heading = re.match(r"^  (\w+)/", line)
+        if heading:
+            current = heading.group(1)
+            sections[current] = ""
+        if current:
+            sections[current] += line + "\n"
+    return sections
+
+
+def test_layout_names_every_module():
+    """docs/layout.md lists the layers in order and names every module of each in that layer's lines."""
+    sections = layout_sections()
+    assert list(sections) == LAYERS, f"docs/layout.md's layers {list(sections)} differ from {LAYERS}"
+    missing = [
+        str(path.relative_to(PACKAGE))
+        for path in sorted(PACKAGE.glob("*/*.py"))
+        if path.name != "__init__.py" and not re.search(rf"\b{re.escape(path.name)}\b", sections[path.parent.name])
+    ]
+    assert not missing, f"docs/layout.md does not name these modules under their layer: {missing}"
