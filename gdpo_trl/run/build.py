@@ -5,7 +5,7 @@ Parsing is apart (:func:`gdpo_trl.recipe.arguments.parse_args`), as in TRL's scr
 ``gdpo compare``, the tests and Python users::
 
     from gdpo_trl.recipe.arguments import parse_args
-    from gdpo_trl.recipe.build import train_run
+    from gdpo_trl.run.build import train_run
 
     script_args, training_args, model_args = parse_args(["--config", "recipes/cpu/gdpo/config.yaml"])
     trainer = train_run(script_args, training_args, model_args)
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from gdpo_trl.core.errors import InputError, input_stage
 from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data.sources import environment_factory, is_generated, load_source
-from gdpo_trl.recipe.agent_checks import check_agent_recipe, check_environments
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
-from gdpo_trl.recipe.checkpoints import prepare_run
-from gdpo_trl.recipe.checks import (
+from gdpo_trl.run.agent_checks import check_agent_recipe, check_environments
+from gdpo_trl.run.checkpoints import prepare_run
+from gdpo_trl.run.checks import (
     check_chat_template,
     check_loaded_weights,
     check_prompt_lengths,
@@ -31,11 +31,11 @@ from gdpo_trl.recipe.checks import (
     check_rewards,
     fit_to_machine,
 )
-from gdpo_trl.recipe.data_checks import check_data
-from gdpo_trl.recipe.offline import check_model_available_offline
-from gdpo_trl.recipe.output_checks import disk_full_error, is_disk_full
-from gdpo_trl.recipe.resume_settings import LENGTH, check_resume_settings, recipe_record
-from gdpo_trl.recipe.run_lock import hold_output_dir, releases_run_locks
+from gdpo_trl.run.data_checks import check_data
+from gdpo_trl.run.offline import check_model_available_offline
+from gdpo_trl.run.output_checks import disk_full_error, is_disk_full
+from gdpo_trl.run.resume_settings import LENGTH, check_resume_settings, recipe_record
+from gdpo_trl.run.run_lock import hold_output_dir, releases_run_locks
 
 
 @dataclass
@@ -100,10 +100,10 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     }
 
     # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model. Every checkpoint records the
-    # recipe (gdpo_trl.recipe.recipe_record), so that a resume can compare it before loading the model. An agent
+    # recipe (gdpo_trl.run.recipe_record), so that a resume can compare it before loading the model. An agent
     # source brings its environment (TRL's multi-turn tool loop; its `get_reward`, if any, becomes one more reward of
     # weight 1).
-    from gdpo_trl.recipe.recipe_record import NewRunLength, RecipeRecord
+    from gdpo_trl.run.recipe_record import NewRunLength, RecipeRecord
 
     callbacks = [RecipeRecord(recipe)] + ([NewRunLength()] if set(applied) & set(LENGTH) else [])
 

@@ -20,12 +20,12 @@ import shutil
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.core.final_model import RECORD_NAME, no_checkpoint_error
-from gdpo_trl.core.weight_files import safetensors_problem, torch_file_problem, weights_problem
+from gdpo_trl.storage.final_model import RECORD_NAME, no_checkpoint_error
+from gdpo_trl.storage.weight_files import safetensors_problem, torch_file_problem, weights_problem
 
 __all__ = ["safetensors_problem", "torch_file_problem", "weights_problem"]  # re-exported: checkpoint checks use them
 
-logger = logging.getLogger("gdpo_trl.recipe.checkpoints")
+logger = logging.getLogger("gdpo_trl.run.checkpoints")
 
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 RESUME_LAST = {"true", "last", "yes", "1"}

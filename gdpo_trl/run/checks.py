@@ -10,10 +10,10 @@ import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError, no_chat_template
-from gdpo_trl.core.weight_files import model_folder_problem, nonfinite_weights, scannable
-from gdpo_trl.recipe.output_checks import check_output_dir
+from gdpo_trl.run.output_checks import check_output_dir
+from gdpo_trl.storage.weight_files import model_folder_problem, nonfinite_weights, scannable
 
-logger = logging.getLogger("gdpo_trl.recipe.checks")
+logger = logging.getLogger("gdpo_trl.run.checks")
 
 # Config keys where a model stores how many positions it has, most common first.
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
@@ -95,7 +95,7 @@ def check_model_source(name: str | None) -> None:
 
 
 def check_model_folder(folder: Path, name: str) -> None:
-    """A local model folder whose config or weights are damaged (:func:`gdpo_trl.core.weight_files.
+    """A local model folder whose config or weights are damaged (:func:`gdpo_trl.storage.weight_files.
     model_folder_problem`): transformers would fail while loading, after the tokenizer and data, with a 36-68-line
     traceback."""
     problem = model_folder_problem(folder)
@@ -116,7 +116,7 @@ def nonfinite_refusal(name: str, found: str) -> str:
 
 def check_loaded_weights(model, model_path: str) -> None:
     """A local model too big to scan before loading (:func:`check_model_folder`): its parameters, once loaded."""
-    from gdpo_trl.core.weight_files import nonfinite_parameter
+    from gdpo_trl.storage.weight_files import nonfinite_parameter
 
     folder = Path(model_path).expanduser()
     if folder.is_dir() and not scannable(folder) and (found := nonfinite_parameter(model, folder)):

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.recipe.checkpoints import (
+from gdpo_trl.run.checkpoints import (
     MODEL_SIDE_FILES,
     check_resume_processes,
     earlier_run,

@@ -3,7 +3,7 @@ one applies a changed run length to the learning rate the checkpoint restored.
 
 An ``ExportableState`` callback: transformers stores its :meth:`RecipeRecord.state` under ``stateful_callbacks`` in
 the same ``trainer_state.json`` write that completes a checkpoint, so a whole checkpoint always carries the settings
-it was trained with (read back by :mod:`gdpo_trl.recipe.resume_settings` before a resume loads the model). Apart
+it was trained with (read back by :mod:`gdpo_trl.run.resume_settings` before a resume loads the model). Apart
 from that module because it imports transformers, which takes seconds.
 """
 
@@ -14,7 +14,7 @@ from transformers.trainer_callback import ExportableState
 
 
 class RecipeRecord(TrainerCallback, ExportableState):
-    """Holds the JSON-safe recipe (:func:`gdpo_trl.recipe.resume_settings.recipe_record`); changes nothing."""
+    """Holds the JSON-safe recipe (:func:`gdpo_trl.run.resume_settings.recipe_record`); changes nothing."""
 
     def __init__(self, recipe: dict):
         self.recipe = recipe

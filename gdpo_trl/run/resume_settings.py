@@ -17,7 +17,7 @@ The rule, per field (``docs/training.md``, "Resuming"):
   so a field added later cannot be half-applied silently.
 
 The settings travel inside each checkpoint's ``trainer_state.json`` (a stateful callback, written with the state
-itself; :mod:`gdpo_trl.recipe.recipe_record`), so they are read before the model loads.
+itself; :mod:`gdpo_trl.run.recipe_record`), so they are read before the model loads.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import GDPOError, InputError
-from gdpo_trl.core.final_model import settle_final_model
+from gdpo_trl.storage.final_model import settle_final_model
 
-logger = logging.getLogger("gdpo_trl.recipe.resume_settings")
+logger = logging.getLogger("gdpo_trl.run.resume_settings")
 
 RECORD_NAME = "RecipeRecord"  # the callback's class name: its key in trainer_state.json's stateful_callbacks
 
@@ -148,7 +148,7 @@ def check_not_finished(output_dir: Path, checkpoint: Path, training_args) -> Non
     target = planned_steps(training_args, states[0] if states else {})
     if target is None or reached < target:
         return
-    # A finished run's final model is checked against what it saved (gdpo_trl.core.final_model) before it is trusted.
+    # A finished run's final model is checked against what it saved (gdpo_trl.storage.final_model) before it is trusted.
     step, main = (saved or {}).get("global_step", 0), getattr(training_args, "process_index", 0) == 0
     settled = settle_final_model(output_dir, checkpoint, step, reached, main)
     if settled == "retrain":

@@ -10,7 +10,7 @@ a checkpoint at the same step, and resuming then said the run was finished (issu
   (:data:`RECORD_NAME`: each file's size and SHA-256) written last: a record always describes files that are whole;
 - :func:`final_model_problem` says what is wrong with ``output_dir``'s model: a file that differs from the record,
   else (a run saved before records existed) weights whose size does not add up
-  (:func:`gdpo_trl.core.weight_files.weights_problem`);
+  (:func:`gdpo_trl.storage.weight_files.weights_problem`);
 - :func:`restore_from_checkpoint` copies a checkpoint's model files (the same step's weights) into ``output_dir``
   the same way.
 
@@ -27,9 +27,9 @@ import shutil
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.core.weight_files import weights_problem
+from gdpo_trl.storage.weight_files import weights_problem
 
-logger = logging.getLogger("gdpo_trl.core.final_model")
+logger = logging.getLogger("gdpo_trl.storage.final_model")
 
 RECORD_NAME = "saved_model.json"
 PARTIAL_NAME = ".final-model.partial"  # where the final model is written before it is moved into output_dir

@@ -1,6 +1,6 @@
 """Is a saved file readable? Safetensors weights (header and size), ``torch.save`` archives (directory and every
 record's checksum), and a model folder's weights as a whole. Shared by the checkpoint checks of a resume
-(:mod:`gdpo_trl.recipe.checkpoints`), the model-folder checks of ``gdpo train`` and ``gdpo eval``'s loading, so a
+(:mod:`gdpo_trl.run.checkpoints`), the model-folder checks of ``gdpo train`` and ``gdpo eval``'s loading, so a
 damaged file is named in one line before a library fails inside it.
 
 A safetensors file is an 8-byte little-endian header length, that many bytes of JSON (each tensor's
