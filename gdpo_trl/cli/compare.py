@@ -30,6 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything here is local
 
 from gdpo_trl.cli.compare_advice import accepted_flags, compare_terms
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.cli.output_files import check_new_file
 from gdpo_trl.cli.spellings import renamed
 from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
 from gdpo_trl.core.errors import InputError, input_stage
@@ -79,6 +80,9 @@ def build_parser() -> CompareParser:
     parser.add_argument("--window", type=int, default=5, help="smoothing window (steps) for the plot and targets")
     parser.add_argument("--output_dir", default="outputs/compare")
     parser.add_argument("--skip_training", action="store_true", help="only rebuild table and plot from --output_dir")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier comparison.md and .png (refused without it)"
+    )
     return parser
 
 
@@ -101,6 +105,15 @@ def check_flags(args) -> None:
         raise InputError(f"--learning_rate {args.learning_rate}: must be a number >= 0.")
     if not args.seeds:
         raise InputError("--seeds needs at least one seed, e.g. --seeds 0 1 2.")
+    for flag, values in (("--methods", args.methods), ("--seeds", args.seeds)):
+        twice = sorted({str(v) for v in values if values.count(v) > 1})
+        if twice:  # the second run of a pair would find the first one's folder, after it trained: say it now
+            raise InputError(
+                f"{flag} names {', '.join(twice)} twice: each method and seed is one run; name each once."
+            )
+    out = Path(args.output_dir)
+    for name in ("comparison.md", "comparison.png"):  # before any run trains, not after an hour of them
+        check_new_file(out / name, "gdpo compare --output_dir", args.overwrite, instead="choose another --output_dir")
 
 
 def find_recipe(path: str) -> str:

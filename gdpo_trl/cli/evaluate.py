@@ -41,6 +41,7 @@ import argparse
 import sys
 
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.cli.output_files import check_outside_runs
 from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
 from gdpo_trl.eval import BACKENDS, DEFAULT_REWARDS, DTYPES, evaluate, format_summary
 from gdpo_trl.eval.bfcl import CATEGORIES, evaluate_bfcl, format_report
@@ -171,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--categories only applies to --task bfcl")
     options = {key: value for key, value in vars(args).items() if key not in ("task", "categories", "overwrite")}
     options["output_dir"] = plan_output_dir(options, args.overwrite)  # names every setting; keeps earlier results
+    check_outside_runs(options["output_dir"], "gdpo eval --output_dir")  # its own folder, never a run's
     # An EvaluationInputError (a mistake in the arguments, or an unreachable Hub) becomes one line via @cli_errors.
     with replacing_results(args.overwrite):
         print(format_summary(evaluate(**options)))
@@ -187,6 +189,7 @@ def evaluate_bfcl_from_args(parser: argparse.ArgumentParser, args: argparse.Name
         parser.error(f"limit must be >= 1, got {args.limit}")
     if args.output_dir is not None:
         refuse_earlier_result(args.output_dir, args.overwrite, BFCL_RESULT_FILES)
+        check_outside_runs(args.output_dir, "gdpo eval --output_dir")
     return evaluate_bfcl(
         args.model,
         categories=args.categories or list(CATEGORIES),

@@ -4,7 +4,8 @@ Example:
     gdpo plot outputs/grpo outputs/gdpo --names GRPO GDPO --window 5 --output_file outputs/runs.png --table outputs/runs.md
 
 Each RUN is an output_dir, a checkpoint folder or a trainer_state.json file. --out, the old spelling of --output_file,
-still works with a warning.
+still works with a warning. An existing --output_file or --table is refused unless --overwrite is given, and neither
+may be in a run's folder (only gdpo train writes there).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import sys
 from pathlib import Path
 
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.cli.output_files import check_new_files
 from gdpo_trl.cli.spellings import renamed
 from gdpo_trl.core.argparsing import OneLineErrors
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.results.plots import plot_runs
+from gdpo_trl.results.plots import plot_runs, png_path
 from gdpo_trl.results.runs import load_runs, summary_table
 from gdpo_trl.storage.safe_write import check_file_target, write_text_whole
 
@@ -41,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--table", type=Path, help="also write the Markdown table to this file")
     parser.add_argument("--title", help="figure title")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace --output_file and --table if they exist (refused without it)"
+    )
     return parser
 
 
@@ -54,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--names has {len(args.names)} names for {len(args.runs)} runs")
     if args.table:
         check_file_target(args.table, "gdpo plot --table", "runs.md")  # before the runs are read
+    outputs = {"gdpo plot --output_file": png_path(args.output_file)}
+    if args.table:
+        outputs["gdpo plot --table"] = args.table
+    check_new_files(outputs, args.overwrite, reads=[Path(run) for run in args.runs])  # nothing a user made is lost
     try:
         runs = load_runs(args.runs, args.names)
     except (FileNotFoundError, ValueError) as err:  # ValueError covers unreadable JSON too

@@ -106,6 +106,7 @@ def test_three_step_comparison_writes_table_and_plot(tmp_path):
             "--prompts_per_step",
             "2",
             "--skip_training",
+            "--overwrite",
             "--output_dir",
             str(out),
         ]
