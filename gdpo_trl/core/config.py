@@ -17,6 +17,7 @@ from gdpo_trl.core.config_checks import (
     check_generation_batch,
     check_num_generations,
     check_ranges,
+    check_timeout,
     is_number,
     launched_processes,
 )
@@ -231,10 +232,8 @@ class GDPOConfig(GRPOConfig):
         if self.reward_weights_final is not None:
             check_weights(self.reward_weights_final, "reward_weights_final")
             check_weight_schedule(self.reward_weights, self.reward_weights_final)
-        if self.reward_timeout is not None and not (self.reward_timeout >= 0 and math.isfinite(self.reward_timeout)):
-            raise InputError(f"reward_timeout={self.reward_timeout}: give seconds > 0, or 0/null for no limit.")
-        if self.tool_timeout is not None and not (self.tool_timeout >= 0 and math.isfinite(self.tool_timeout)):
-            raise InputError(f"tool_timeout={self.tool_timeout}: give seconds > 0, or 0/null for no limit.")
+        check_timeout(self.reward_timeout, "reward_timeout")
+        check_timeout(self.tool_timeout, "tool_timeout")
         turns = self.max_tool_calling_iterations
         if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 0):
             # TRL loops `while iteration < max_tool_calling_iterations`: -1 would silently never call a tool.

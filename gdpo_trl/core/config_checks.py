@@ -226,3 +226,20 @@ def check_eval_batch(config, num_processes: int) -> None:
             f"num_generations): set per_device_eval_batch_size to a multiple of "
             f"{groups // math.gcd(groups, num_processes)}."
         )
+
+
+def check_timeout(seconds, name: str) -> None:
+    """``seconds`` is a wait Python can make: >= 0 (0 or None: no limit), finite, and at most threading's
+    ``TIMEOUT_MAX`` (9.2e9 s on 64-bit Linux). Beyond that ``Event.wait`` raises ``OverflowError`` on every call: a
+    ``tool_timeout: 1e12`` meant as "no limit" failed every tool call and trained on zero rewards, saying nothing."""
+    import threading
+
+    if seconds is None:
+        return
+    if not (is_number(seconds) and seconds >= 0 and math.isfinite(seconds)):
+        raise InputError(f"{name}={seconds}: give seconds > 0, or 0/null for no limit.")
+    if seconds > threading.TIMEOUT_MAX:
+        raise InputError(
+            f"{name}={seconds:g}: longer than the {threading.TIMEOUT_MAX:.0f} s Python can wait; give 0 (or null) for "
+            "no limit."
+        )

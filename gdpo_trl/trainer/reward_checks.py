@@ -11,8 +11,10 @@
 - stops a call that takes longer than ``timeout`` seconds (``GDPOConfig.reward_timeout``) with an error naming it,
   instead of hanging training. A sync function runs in a daemon thread for that, which is abandoned on timeout
   (Python cannot kill a thread; training stops anyway). While it waits it says so: a warning naming the function
-  and the seconds elapsed after :data:`FIRST_NOTICE_S`, then every :data:`NOTICE_EVERY_S` (with ``timeout`` 0, no
-  limit, the function runs in the calling thread and nothing is said);
+  and the seconds elapsed after :data:`FIRST_NOTICE_S`, then each time the wait has doubled (10, 20, 40, ... s: a
+  reward that never returns shows at once and then says so 6 times before the default 600 s stop, not 20 times),
+  with the seconds left before it is stopped (with ``timeout`` 0, no limit, the function runs in the calling thread
+  and nothing is said);
 - turns ``sys.exit()`` and ``os._exit()`` inside the function into an error naming it: the first would end training
   with its status and no message, the second would end the process at once, skipping every handler.
 
@@ -40,10 +42,9 @@ from gdpo_trl.core.errors import GDPOError, InputError
 from gdpo_trl.trainer.exit_guard import _guarded, _guarded_exit, _ProcessExit, _real_exit, exits_raise  # noqa: F401
 
 FLOAT32_MAX = torch.finfo(torch.float32).max
-# A reward call still running after FIRST_NOTICE_S seconds is named on screen, then again every NOTICE_EVERY_S, so a
-# slow or stuck reward shows long before reward_timeout (600 s by default) stops it.
+# A reward call still running after FIRST_NOTICE_S seconds is named on screen, then again each time the wait doubles,
+# so a slow or stuck reward shows long before reward_timeout (600 s by default) stops it, in a handful of lines.
 FIRST_NOTICE_S = 10.0
-NOTICE_EVERY_S = 30.0
 
 logger = logging.getLogger(__name__)
 
@@ -109,11 +110,12 @@ def _where() -> str:
 def still_running(name: str, elapsed: float, timeout: float) -> None:
     """Say that reward function ``name`` has been running for ``elapsed`` seconds, and when it will be stopped."""
     logger.warning(
-        "Reward function '%s' is still running after %.0f s%s (reward_timeout=%g s stops it).",
+        "Reward function '%s' is still running after %.0f s%s (reward_timeout=%g s stops it in %.0f s).",
         name,
         elapsed,
         _where(),
         timeout,
+        max(timeout - elapsed, 0.0),
     )
 
 
@@ -150,7 +152,7 @@ def call_with_timeout(func, kwargs: dict, timeout: float | None, name: str):
             raise timeout_error(name, timeout)
         if elapsed >= notice_at:
             still_running(name, elapsed, timeout)
-            notice_at += NOTICE_EVERY_S
+            notice_at *= 2
     if "error" in result:
         raise result["error"]
     return result["value"]
@@ -259,7 +261,7 @@ class CheckedAsyncReward(CheckedReward):
                 raise timeout_error(self.__name__, self.timeout)
             if elapsed >= notice_at:
                 still_running(self.__name__, elapsed, self.timeout)
-                notice_at += NOTICE_EVERY_S
+                notice_at *= 2
 
     async def __call__(self, **kwargs):
         try:

@@ -6,7 +6,11 @@ model reads on its next turn. We keep that design deliberately (a model learns f
 item's price), but never silently:
 
 - each call runs under ``tool_timeout`` seconds (:class:`WatchedTool`); one still running then is abandoned (Python
-  cannot kill a thread) and the model reads ``TimeoutError: tool 'x' took longer than N s``;
+  cannot kill a thread) and the model reads ``TimeoutError: tool 'x' took longer than N s``. While that abandoned
+  call still runs, the tool's later calls are not made (they fail at once, as timeouts): TRL calls a batch's tools
+  one after another, so a hanging tool cost one ``tool_timeout`` per call (7 x 60 s before the run stopped), and now
+  costs one per batch;
+- an answer the model cannot read is refused, a plain list converted to JSON text (:mod:`tool_answers`);
 - ``sys.exit()`` and ``os._exit()`` inside a tool become an error instead of ending the process with no word;
 - calls are counted per tool and per batch, summed over every process (:meth:`ToolWatch.settle`, called by every
   process after each batch's rollouts, so all take the same decisions): ``tools/<name>/errors`` is logged per step,
@@ -31,6 +35,7 @@ import torch
 
 from gdpo_trl.core.errors import GDPOError
 from gdpo_trl.trainer.exit_guard import _ProcessExit, exits_raise
+from gdpo_trl.trainer.tool_answers import ToolAnswerError, readable_answer
 
 # A tool that never succeeded is taken as broken after this many failed calls (all processes): a strict tool that
 # raises on the model's bad inputs succeeds on some call long before, while a tool broken on every call (a missing
@@ -38,7 +43,7 @@ from gdpo_trl.trainer.exit_guard import _ProcessExit, exits_raise
 STOP_AFTER_FAILURES = 16
 # A tool that never returned within tool_timeout, this many times and never succeeded: it hangs.
 STOP_AFTER_TIMEOUTS = 3
-COUNTS = ("calls", "errors", "ok", "timeouts", "exits")  # per tool, per batch (this process)
+COUNTS = ("calls", "errors", "ok", "timeouts", "exits", "invalid")  # per tool, per batch (this process)
 SHOWN_ARGUMENTS = 200  # characters of a call's arguments quoted in the warning
 
 
@@ -83,11 +88,28 @@ class WatchedTool:
         self._failed("exits", kwargs, f"called {how}({error.code!r})")
         return RuntimeError(f"tool '{self.__name__}' failed")
 
+    def _answer(self, value, kwargs: dict):
+        """``value`` as the model will read it; an unreadable one fails the call and stops training after the batch."""
+        try:
+            value = readable_answer(self.__name__, value, self.watch.converted)
+        except ToolAnswerError as error:
+            self._failed("invalid", kwargs, str(error).removeprefix(f"tool '{self.__name__}' "))
+            raise
+        self.watch.count[self.__name__, "ok"] += 1
+        return value
+
     def __call__(self, **kwargs):
         self.watch.count[self.__name__, "calls"] += 1
         if (mismatch := _fits(self.func, kwargs)) is not None:
             raise mismatch  # the model's mistake: it reads TRL's error text, the tool is not blamed
         timeout = self.watch.timeout
+        stuck = self.watch.stuck.get(self.__name__)
+        if stuck is not None and stuck.is_alive():  # one hang per batch, not one per call
+            self._failed("timeouts", kwargs, f"took longer than tool_timeout={timeout:g} s")
+            raise TimeoutError(
+                f"tool '{self.__name__}' is still running an earlier call that took longer than {timeout:g} s; "
+                "this call was not made"
+            )
         result, done = {}, threading.Event()
 
         def run():
@@ -99,8 +121,10 @@ class WatchedTool:
             done.set()
 
         if timeout:
-            threading.Thread(target=run, name=f"tool-{self.__name__}", daemon=True).start()
+            thread = threading.Thread(target=run, name=f"tool-{self.__name__}", daemon=True)
+            thread.start()
             if not done.wait(timeout):
+                self.watch.stuck[self.__name__] = thread
                 self._failed("timeouts", kwargs, f"took longer than tool_timeout={timeout:g} s")
                 raise TimeoutError(f"tool '{self.__name__}' took longer than {timeout:g} s and was abandoned")
         else:
@@ -113,8 +137,7 @@ class WatchedTool:
             raise error  # TRL feeds str(error) back to the model
         if error is not None:
             raise error  # KeyboardInterrupt and the like stop training as they would
-        self.watch.count[self.__name__, "ok"] += 1
-        return result["value"]
+        return self._answer(result["value"], kwargs)
 
 
 class WatchedAsyncTool(WatchedTool):
@@ -136,8 +159,7 @@ class WatchedAsyncTool(WatchedTool):
         except Exception as error:
             self._failed("errors", kwargs, f"raised {type(error).__name__}: {error}")
             raise
-        self.watch.count[self.__name__, "ok"] += 1
-        return value
+        return self._answer(value, kwargs)
 
 
 class ToolWatch:
@@ -150,10 +172,12 @@ class ToolWatch:
         self.totals = torch.zeros(len(self.names), len(COUNTS))  # the run's counts, all processes
         self.first: dict[str, str] = {}  # name -> this process's first unreported failure, described
         self.described: dict[str, str] = {}  # name -> the run's first failure, from whichever process met it
+        self.stuck: dict[str, threading.Thread] = {}  # name -> its abandoned call (timed out), maybe still running
+        self.converted: set[str] = set()  # tools whose list answers were converted to JSON text (warned once)
 
     def record(self, name: str, kind: str, text: str) -> None:
         self.count[name, kind] += 1
-        if kind == "timeouts":  # a timeout is an error too; an exit is counted on its own (it stops training)
+        if kind in ("timeouts", "invalid"):  # errors too; an exit is counted on its own (it stops training)
             self.count[name, "errors"] += 1
         self.first.setdefault(name, text)
 
@@ -206,12 +230,14 @@ class ToolWatch:
 
     def _broken(self) -> str | None:
         """The line that stops training, when a tool is broken; else None."""
-        for name, (calls, errors, ok, timeouts, exits) in zip(self.names, self.totals.tolist(), strict=True):
+        for name, (calls, errors, ok, timeouts, exits, invalid) in zip(self.names, self.totals.tolist(), strict=True):
             what = self.described.get(name, "failed")
             if exits:
                 return (
                     f"Tool '{name}' {what}; a tool must return its result or raise an exception (the model reads it)."
                 )
+            if invalid:
+                return f"Tool '{name}' {what}: fix what it returns; training stopped."
             if ok:
                 continue
             if timeouts >= STOP_AFTER_TIMEOUTS or errors >= STOP_AFTER_FAILURES:

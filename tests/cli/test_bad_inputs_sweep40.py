@@ -1,0 +1,18 @@
+"""The last silent and poor cases of issue 40's sweep that stop before any model loads: one line each, exit 2, the
+output folder untouched (:func:`tests.helpers.bad_inputs.check_train_rejects`)."""
+
+import pytest
+
+from tests.helpers.bad_inputs import check_train_rejects
+
+# (id, recipe overrides, extra flags, words of the one line)
+ROWS = [
+    # Before: passed validation, then Event.wait overflowed on every tool call: rewards 0, exit 0, nothing said.
+    ("tool_timeout_beyond_wait", {}, ["--tool_timeout", "1e12"], ["tool_timeout=1e+12", "0 (or null) for no limit"]),
+    ("reward_timeout_beyond_wait", {}, ["--reward_timeout", "1e11"], ["reward_timeout=1e+11", "no limit"]),
+]
+
+
+@pytest.mark.parametrize(("overrides", "flags", "words"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_refused_in_one_line_before_any_model_loads(tmp_path, capsys, monkeypatch, overrides, flags, words):
+    check_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, None, words)
