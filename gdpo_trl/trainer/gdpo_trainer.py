@@ -40,6 +40,7 @@ from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_proce
 from gdpo_trl.trainer.reward_checks import check_reward_funcs
 from gdpo_trl.trainer.reward_parity import GatheredRewardWarnings
 from gdpo_trl.trainer.safe_saves import StagedSaves
+from gdpo_trl.trainer.silent_rewards import ZeroSpread
 from gdpo_trl.trainer.token_rewards import TokenAdvantages
 from gdpo_trl.trainer.tool_watch import ToolWatch
 from gdpo_trl.trainer.weight_schedule import scheduled_weights
@@ -114,6 +115,7 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
         self._process_slots = process_slots
         self._tool_watch = ToolWatch([t.__name__ for t in self.tools], args.tool_timeout) if self.tools else None
+        self._zero_spread = ZeroSpread(self.reward_func_names)  # a reward that scores every completion alike is named
         if not (self.uses_gdpo or process_slots):  # GRPO's rule trains: the model card says GRPO, as GRPOTrainer's
             self._name, self._tag_names, self._paper = GRPOTrainer._name, GRPOTrainer._tag_names, GRPOTrainer._paper
         self.model_card_base_model: str | None = None  # the name the user gave, for a model loaded from a folder
@@ -132,11 +134,12 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
             )
         elif self.uses_gdpo:
             logger.info("GDPO: %d rewards %s normalized per group.", len(self.reward_funcs), self.reward_func_names)
-        elif len(self.reward_funcs) == 1 and args.multi_objective_aggregation == "normalize_then_sum":
+        elif len(self.reward_funcs) == 1 and args.multi_objective_aggregation in ("normalize_then_sum", "gd2po"):
             logger.warning(
-                "GDPOTrainer has a single reward function (%s): GDPO reduces to GRPO then, so advantages are GRPO's "
+                "GDPOTrainer has a single reward function (%s): %s reduces to GRPO then, so advantages are GRPO's "
                 "with scale_rewards=%r, as in the paper's reference code.",
                 self.reward_func_names[0],
+                "GD2PO" if args.multi_objective_aggregation == "gd2po" else "GDPO",
                 self.scale_rewards,
             )
 
@@ -223,6 +226,8 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
             self._tool_watch.settle(self.accelerator, self._metrics[mode])
         rewards, completion_ids = self._take_scored_batch()
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        if mode == "train":
+            self._zero_spread.check(rewards, num_generations, warn=self.accelerator.is_main_process)
         if self._process_slots:
             self._token_advantages(output, rewards, completion_ids, num_generations, mode)
             return output
