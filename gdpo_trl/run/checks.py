@@ -133,8 +133,14 @@ def check_rewards(reward_funcs: list, training_args) -> None:
     """Apply ``reward_conditions`` to the built reward functions once, as the trainer will, so an unknown name fails
     before the model is loaded (wrapping is pure: nothing is called)."""
     from gdpo_trl.rewards.conditioned import apply_reward_conditions
+    from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
 
     apply_reward_conditions(list(reward_funcs), getattr(training_args, "reward_conditions", None))
+    funcs, slots = attach_process_rewards(list(reward_funcs), None)
+    try:  # the trainer's own check of process rewards' settings (GD2PO, GSPO, ...), before the model loads
+        check_process_settings(training_args, funcs, slots)
+    except ValueError as error:
+        raise InputError(str(error)) from None
 
 
 def model_context(model_path: str) -> int | None:

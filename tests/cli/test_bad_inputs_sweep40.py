@@ -10,6 +10,13 @@ ROWS = [
     # Before: passed validation, then Event.wait overflowed on every tool call: rewards 0, exit 0, nothing said.
     ("tool_timeout_beyond_wait", {}, ["--tool_timeout", "1e12"], ["tool_timeout=1e+12", "0 (or null) for no limit"]),
     ("reward_timeout_beyond_wait", {}, ["--reward_timeout", "1e11"], ["reward_timeout=1e+11", "no limit"]),
+    # Before: a 36-line traceback after the model loaded.
+    (
+        "gd2po_process_rewards",
+        {"reward_funcs": ["format", "equations"], "multi_objective_aggregation": "gd2po"},
+        [],
+        ["Process rewards ['equations_reward']", "multi_objective_aggregation='gd2po'", "'normalize_then_sum'"],
+    ),
 ]
 
 
