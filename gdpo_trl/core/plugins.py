@@ -34,8 +34,19 @@ def registered(group: str) -> dict[str, EntryPoint]:
 
 
 def load_plugin(group: str, name: str):
-    """The object entry point ``name`` of ``group`` refers to; ``KeyError`` when there is none."""
-    return registered(group)[name].load()
+    """The object entry point ``name`` of ``group`` refers to; ``KeyError`` when there is none. A plugin that fails
+    to import (a missing dependency, a typo in its module) is named in one line with its entry point and package: it
+    was a 55-line traceback from inside importlib."""
+    point = registered(group)[name]
+    try:
+        return point.load()
+    except Exception as error:  # noqa: BLE001 - any failure inside the plugin's own import
+        package = f" of package {point.dist.name!r}" if getattr(point, "dist", None) else ""
+        first_line = (str(error).strip().splitlines() or [""])[0]
+        raise InputError(
+            f"plugin {name!r} (entry point {group}: {point.value}{package}) failed to import: "
+            f"{type(error).__name__}: {first_line}; fix or reinstall that package, or uninstall it."
+        ) from error
 
 
 def builtin_model_names() -> list[str]:

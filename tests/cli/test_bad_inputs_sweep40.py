@@ -1,8 +1,12 @@
 """The last silent and poor cases of issue 40's sweep that stop before any model loads: one line each, exit 2, the
 output folder untouched (:func:`tests.helpers.bad_inputs.check_train_rejects`)."""
 
+from importlib.metadata import EntryPoint
+
 import pytest
 
+from gdpo_trl.core import plugins
+from gdpo_trl.data import sources
 from tests.helpers.bad_inputs import check_train_rejects
 
 # (id, recipe overrides, extra flags, words of the one line)
@@ -23,3 +27,20 @@ ROWS = [
 @pytest.mark.parametrize(("overrides", "flags", "words"), [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
 def test_refused_in_one_line_before_any_model_loads(tmp_path, capsys, monkeypatch, overrides, flags, words):
     check_train_rejects(tmp_path, capsys, monkeypatch, overrides, flags, None, words)
+
+
+@pytest.mark.parametrize(
+    ("group", "overrides"),
+    [(plugins.MODELS, {"model_name_or_path": "builtin:broken"}), (plugins.SOURCES, {"dataset_name": "broken"})],
+    ids=["model", "source"],
+)
+def test_a_plugin_that_fails_to_import_is_named_with_its_entry_point(tmp_path, capsys, monkeypatch, group, overrides):
+    """Before: 55 lines of traceback from inside importlib."""
+    found = dict(plugins.registered(group))
+    found["broken"] = EntryPoint(name="broken", value="no_such_plugin_module:build", group=group)
+    real = plugins.registered
+    monkeypatch.setattr(plugins, "registered", lambda g: found if g == group else real(g))
+    monkeypatch.setattr(sources, "registered", plugins.registered)
+    words = [f"plugin 'broken' (entry point {group}: no_such_plugin_module:build)", "failed to import",
+             "ModuleNotFoundError: No module named 'no_such_plugin_module'", "uninstall it"]  # fmt: skip
+    check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, words)
