@@ -1,9 +1,10 @@
 """The model card ``gdpo train`` leaves in ``output_dir`` (``README.md``), as open-r1's ``grpo.py`` does: TRL's card,
 which ``GDPOTrainer`` fills with its own name, tags and paper, plus what this run was.
 
+:func:`quick_start` replaces TRL's generic usage example with this model answering one of its training prompts.
 :func:`training_procedure` fills the card's "Training procedure" from the parsed recipe and the trainer: method
-(GDPO or GRPO, with the fields that choose it), steps, batch, hardware, time, and the rewards with their weights and
-means at the start and end of training. :func:`run_card_notes` adds base model, data, the exact command (launch
+(GDPO or GRPO, with the fields that choose it), steps, batch, hardware, time (the training loop's and the whole
+process's), and the rewards with their weights and means at the start and end of training. :func:`run_card_notes` adds base model, data, the exact command (launch
 flags included) and the recipe itself. :func:`attach_run_card` gives both to the trainer before training, so every
 card written has them: with ``push_to_hub: true`` transformers pushes model and card when the model is saved at the
 end; otherwise :func:`write_card` writes the card into ``output_dir``.
@@ -11,8 +12,10 @@ end; otherwise :func:`write_card` writes the card into ``output_dir``.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import time
 from pathlib import Path
 
 from gdpo_trl.results.runs import TOTAL_REWARD, reward_ends, reward_key
@@ -64,13 +67,25 @@ def hardware(trainer, training_args, processes: int) -> str:
     return f"{kind}, {processes} process{'es' * (processes > 1)}"
 
 
-def train_seconds(log_history: list[dict]) -> str:
-    """The training time transformers logged at the end (``train_runtime``); a checkpoint's card has none yet."""
-    seconds = next((entry["train_runtime"] for entry in reversed(log_history) if "train_runtime" in entry), None)
-    if seconds is None:
-        return "in progress"
+def _duration(seconds: float) -> str:
     minutes, rest = divmod(round(seconds), 60)
     return f"{seconds:.0f} s" if minutes == 0 else f"{minutes} min {rest} s ({seconds:.0f} s)"
+
+
+def run_time(log_history: list[dict], since_start: float | None = None) -> str:
+    """What the run took, saying what each figure covers: the training loop transformers timed (``train_runtime``:
+    generation, rewards and updates), then the whole process so far (imports, model and data loading, the training
+    loop; ``since_start``, default: since this process started). A checkpoint's card, written before the loop ends,
+    says so. The loop alone can be a small part of the whole: a tiny model trains in a second of a 40-second run."""
+    seconds = next((entry["train_runtime"] for entry in reversed(log_history) if "train_runtime" in entry), None)
+    if since_start is None:
+        import psutil  # an accelerate dependency
+
+        since_start = time.time() - psutil.Process().create_time()
+    whole = f"{_duration(since_start)} since the process started (imports, model and data loading included)"
+    if seconds is None:
+        return f"training in progress; {whole}"
+    return f"{_duration(seconds)} in the training loop (generation, rewards and updates); {whole}"
 
 
 def training_procedure(trainer, training_args) -> str:
@@ -82,17 +97,45 @@ def training_procedure(trainer, training_args) -> str:
         "## Training procedure",
         "",
         f"- **Method:** {method_line(trainer, training_args)}",
-        f"- **Training:** {state.global_step} optimizer steps on {processes} process{'es' * (processes > 1)}, "
+        f"- **Training:** {state.global_step} optimizer step{'s' * (state.global_step != 1)} on {processes} "
+        f"process{'es' * (processes > 1)}, "
         f"{groups} completions per prompt, learning rate {training_args.learning_rate:g}.",
         f"- **Batch:** {per_device} completions per device x {processes} process{'es' * (processes > 1)} x "
         f"{accumulation} accumulation step{'s' * (accumulation > 1)} = {per_device * processes * accumulation} "
         f"completions per optimizer step; generation batch {generation_batch} completions "
         f"({generation_batch // groups} prompt{'s' * (generation_batch // groups > 1)} x {groups}).",
         f"- **Hardware:** {hardware(trainer, training_args, processes)}.",
-        f"- **Time:** {train_seconds(state.log_history)}.",
+        f"- **Time:** {run_time(state.log_history)}.",
         "- **Rewards and weights:**",
         "",
         *reward_table(trainer),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def quick_start(trainer, training_args) -> str:
+    """The card's "Quick start": this model answering one of its own training prompts (its system prompt included)
+    with the run's sampling settings, in place of TRL's generic question. From the Hub id where the run is pushed,
+    else from ``output_dir``."""
+    prompt = trainer.train_dataset[0]["prompt"] if trainer.train_dataset is not None else "Hello!"
+    model = training_args.hub_model_id if training_args.push_to_hub else None
+    model = model or training_args.output_dir
+    settings = f"max_new_tokens={training_args.max_completion_length}"
+    if training_args.temperature > 0:
+        settings += f", do_sample=True, temperature={training_args.temperature:g}"
+    lines = [
+        "## Quick start",
+        "",
+        "A prompt of the kind it was trained on (the first of its training data), sampled as in training:",
+        "",
+        "```python",
+        "from transformers import pipeline",
+        "",
+        f"prompt = {json.dumps(prompt, indent=4, ensure_ascii=False)}",
+        f'generator = pipeline("text-generation", model={json.dumps(model)})',
+        f"output = generator(prompt, {settings}, return_full_text=False)[0]",
+        'print(output["generated_text"])',
+        "```",
     ]
     return "\n".join(lines) + "\n"
 
@@ -122,7 +165,8 @@ def base_model_source(name_or_path: str) -> str:
 
 
 def run_card_notes(trainer, script_args, model_args, recipe: str | None, argv: list[str]) -> str:
-    """The card's section about this run (Markdown): base model, data, the command and the recipe."""
+    """The card's section about this run (Markdown): base model, data, the command and the recipe (its text, as
+    ``gdpo train`` read it)."""
     data = f"`{script_args.dataset_name}`"
     if script_args.dataset_path:
         data += f" from `{script_args.dataset_path}`"
@@ -137,7 +181,7 @@ def run_card_notes(trainer, script_args, model_args, recipe: str | None, argv: l
         f"`{run_command(argv, trainer.accelerator.num_processes)}`",
     ]
     if recipe is not None:
-        lines += ["", "```yaml", Path(recipe).read_text().rstrip(), "```"]
+        lines += ["", "```yaml", recipe.rstrip(), "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -146,6 +190,7 @@ def attach_run_card(trainer, script_args, training_args, model_args, recipe: str
     ``save_model`` pushes (``push_to_hub: true``: transformers pushes the model with its card there), at the end."""
     trainer.model_card_base_model = model_args.model_name_or_path
     trainer.model_card_notes = [
+        lambda: quick_start(trainer, training_args),
         lambda: training_procedure(trainer, training_args),
         lambda: run_card_notes(trainer, script_args, model_args, recipe, argv),
     ]

@@ -22,24 +22,35 @@ GDPO_PAPER = {
 
 
 PROCEDURE = "## Training procedure"
+QUICK_START = "## Quick start"
+# TRL's card data writes this placeholder into the metadata (`licence="license"`, a misspelt field with a dummy value):
+# the Hub reads `license`, and the licence that applies is the base model's, which the card cannot know for a Hub id.
+PLACEHOLDER_LICENCE = "licence: license\n"
 
 
 def rewrite_card(output_dir: str, base_model: str | None, notes: list[str | Callable[[], str]]) -> None:
     """Rewrite the ``README.md`` TRL wrote in ``output_dir``: ``base_model`` where TRL, given a local folder, names
     none; the quick start's pipeline loads this folder where the run was not pushed (TRL writes ``model="None"``);
-    a note that starts with ``## Training procedure`` fills that section of TRL's card (whose badges for trackers
-    not used leave blank lines), the other ``notes`` (Markdown sections, or callables returning them) go before the
-    citations."""
+    TRL's placeholder licence line goes. A note that starts with ``## Quick start`` replaces TRL's generic usage
+    example; one that starts with ``## Training procedure`` fills that section of TRL's card (whose badges for
+    trackers not used leave blank lines); the other ``notes`` (Markdown sections, or callables returning them) go
+    before the citations."""
     path = os.path.join(output_dir, "README.md")
     with open(path, encoding="utf-8") as file:
         card = file.read()
+    card = card.replace(PLACEHOLDER_LICENCE, "", 1)
+    texts = [note() if callable(note) else note for note in notes]
+    quick_start = [text for text in texts if text.startswith(QUICK_START)]
+    if quick_start and QUICK_START in card:  # this model's own usage: its prompt, its settings
+        head, mark, tail = card.partition(QUICK_START)
+        rest = tail[tail.index("\n## ") :] if "\n## " in tail else ""
+        card = head + quick_start[0].rstrip() + "\n" + rest
     # TRL's template links the base model as a Hub id; for a model loaded from a folder it has none ("None").
     base = f"`{base_model}`" if base_model else "a local model"
     card = card.replace("[None](https://huggingface.co/None)", base)
     if base_model:
         card = card.replace("generator = pipeline(", f"# fine-tuned from {base_model}\ngenerator = pipeline(", 1)
     card = card.replace('model="None"', f"model={json.dumps(output_dir)}")  # this folder, where not pushed
-    texts = [note() if callable(note) else note for note in notes]
     procedure = [text for text in texts if text.startswith(PROCEDURE)]
     if procedure and PROCEDURE in card:
         head, mark, tail = card.partition(PROCEDURE)
@@ -47,7 +58,7 @@ def rewrite_card(output_dir: str, base_model: str | None, notes: list[str | Call
         badges = "\n".join(line for line in badges.splitlines() if line.strip())  # unused trackers: blank lines
         body = procedure[0][len(PROCEDURE) :].strip()
         card = head + mark + "\n\n" + "\n\n".join(filter(None, (body, badges))) + "\n\n" + versions + rest
-    others = [text for text in texts if not text.startswith(PROCEDURE)]
+    others = [text for text in texts if not text.startswith((PROCEDURE, QUICK_START))]
     if others:
         head, mark, tail = card.partition("## Citations")
         card = head + "\n\n".join(others).strip() + "\n\n" + mark + tail

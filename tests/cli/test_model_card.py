@@ -79,7 +79,9 @@ def test_gdpo_run_card_names_gdpo_its_paper_and_the_run_and_is_pushed(tmp_path, 
         "generation batch 32 completions (4 prompts x 8)" in procedure
         and "- **Hardware:** CPU, 1 process." in procedure
     )
-    assert re.search(r"- \*\*Time:\*\* \d+ s\.", procedure) and "| `format_reward` | 1 |" in procedure
+    assert re.search(r"- \*\*Time:\*\* \d+ s in the training loop \(generation, rewards and updates\); \d+ s since the "
+                     r"process started \(imports, model and data loading included\)\.", procedure)  # fmt: skip
+    assert "| `format_reward` | 1 |" in procedure
     assert "- **Data:** `warmstart`, split `train`" in card
     assert "- **Method:** GDPO: each reward normalized within its group" in card
     assert "`multi_objective_aggregation: normalize_then_sum`, `gdpo_batch_norm: true`" in card
@@ -118,3 +120,34 @@ def test_the_card_names_the_command_with_its_launch_flags(monkeypatch):
     assert run_command(["--config", "cpu/gdpo"], 2) == (
         "accelerate launch --num_processes 2 -m gdpo_trl.cli.train --config cpu/gdpo"
     )
+
+
+def test_the_card_says_what_its_time_covers():
+    """A tiny run trains in a second of a 40-second process: the card names both, and what each covers."""
+    from gdpo_trl.cli.model_card import run_time
+
+    log = [{"step": 1, "reward": 1.0}, {"train_runtime": 0.8}]
+    assert run_time(log, since_start=43.2) == (
+        "1 s in the training loop (generation, rewards and updates); 43 s since the process started (imports, "
+        "model and data loading included)"
+    )
+    assert run_time(log[:1], since_start=75).startswith("training in progress; 1 min 15 s (75 s) since the process")
+
+
+def test_the_cards_quick_start_runs_this_model_on_its_own_prompt(tmp_path, capsys):
+    """No licence placeholder, and the card's usage example is this model's: run as written, it loads the folder and
+    answers the first training prompt (the demo's system prompt and question), as training sampled."""
+    import torch
+
+    out = tmp_path / "run"
+    main(["--config", "cpu/gdpo", "--max_steps", "1", "--output_dir", str(out)])
+    card = (out / "README.md").read_text()
+    assert "licence" not in card.split("---")[1] and "time machine" not in card  # TRL's placeholder and question
+    assert "- **Training:** 1 optimizer step on 1 process" in card
+    code = card.split("## Quick start")[1].split("```python\n")[1].split("```")[0]
+    assert f'model="{out}"' in code and "Ben buys 2 hats" in code and "<answer>42</answer>" in code
+    assert "max_new_tokens=48, do_sample=True, temperature=1," in code  # the recipe's sampling
+    capsys.readouterr()
+    torch.manual_seed(0)
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out.startswith("<think>")  # the warm start's layout: it loaded and answered
