@@ -63,3 +63,37 @@ def load_local_file(path: Path, what: str = "data") -> datasets.Dataset:
     except datasets.exceptions.DatasetGenerationError as error:
         cause = error.__cause__ or error
         raise InputError(f"cannot read {what} file {path}: {type(cause).__name__}: {cause}") from error
+
+
+def load_local_folder(folder: Path, split: str, config: str | None = None, what: str = "data") -> datasets.Dataset:
+    """Split ``split`` of a local dataset folder: one saved with ``save_to_disk``, a clone of a Hub dataset (its
+    ``config``, e.g. GSM8K's ``main``, where the folder declares it), or a plain folder of ``.json``/``.jsonl``/
+    ``.parquet`` files, with split names in the file or folder names (``train.jsonl``, ``test/``) or without (then
+    read whole, as a single file is). ``load_dataset(folder, "main")`` failed on a plain folder with "BuilderConfig
+    'main' not found. Available: ['default']" (issue 40)."""
+    import datasets
+
+    if (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file():
+        saved = datasets.load_from_disk(str(folder))
+        return _pick_split(saved, split, folder, what) if isinstance(saved, datasets.DatasetDict) else saved
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in BUILDERS and p.is_file())
+    if not files:
+        raise InputError(f"{what} folder {folder} holds no .json, .jsonl or .parquet file.")
+    for path in files:
+        if path.suffix.lower() == ".jsonl":
+            check_jsonl(path, what)
+    names = datasets.get_dataset_config_names(str(folder))
+    try:
+        built = datasets.load_dataset(str(folder), config if config in names else None)
+    except (ValueError, datasets.exceptions.DatasetGenerationError) as error:
+        cause = error.__cause__ or error
+        raise InputError(f"cannot read {what} folder {folder}: {type(cause).__name__}: {cause}") from error
+    return _pick_split(built, split, folder, what)
+
+
+def _pick_split(splits, split: str, folder: Path, what: str):
+    if split in splits:
+        return splits[split]
+    if list(splits) == ["train"]:  # no file or folder is named by a split: the folder is one set of rows
+        return splits["train"]
+    raise InputError(f"{what} folder {folder} has no split {split!r}: it has {sorted(splits)}.")

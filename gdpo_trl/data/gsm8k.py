@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.data.files import BUILDERS, load_local_file
+from gdpo_trl.data.files import BUILDERS, load_local_file, load_local_folder
 from gdpo_trl.rewards.gsm8k import _parse_number
 
 if TYPE_CHECKING:
@@ -103,9 +103,10 @@ def _load_raw(source: str, split: str, config: str) -> datasets.Dataset:
 
     if source == "sample":
         source = str(SAMPLE_PATH)
-    if not _looks_local(source) or Path(source).expanduser().is_dir():
-        # A Hub id, or a local dataset folder (e.g. a clone of the Hub repo), which load_dataset handles itself.
-        return datasets.load_dataset(source, config, split=split)
+    if Path(source).expanduser().is_dir():  # a folder of data files, a save_to_disk folder or a Hub clone
+        return load_local_folder(Path(source).expanduser(), split, config, "GSM8K data")
+    if not _looks_local(source):
+        return datasets.load_dataset(source, config, split=split)  # a Hub id
 
     return load_local_file(Path(source).expanduser(), "GSM8K data")
 

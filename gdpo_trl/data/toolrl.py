@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gdpo_trl.data.files import BUILDERS, load_local_file
+from gdpo_trl.data.files import BUILDERS, load_local_file, load_local_folder
 from gdpo_trl.rewards.toolcall import parse_tool_calls
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def _load_raw(source: str, split: str) -> tuple[datasets.Dataset, str]:
     path = Path(source).expanduser()
     if path.suffix.lower() in BUILDERS or path.exists() or source.startswith((".", "/", "~")):
         if path.is_dir():
-            return datasets.load_dataset(str(path), split=split), str(path)
+            return load_local_folder(path, split, None, "ToolRL data"), str(path)
         return load_local_file(path, "ToolRL data"), str(path)
     return datasets.load_dataset(source, split=split), source  # a Hub id, for users who mirror the data
 

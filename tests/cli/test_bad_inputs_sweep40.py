@@ -44,3 +44,20 @@ def test_a_plugin_that_fails_to_import_is_named_with_its_entry_point(tmp_path, c
     words = [f"plugin 'broken' (entry point {group}: no_such_plugin_module:build)", "failed to import",
              "ModuleNotFoundError: No module named 'no_such_plugin_module'", "uninstall it"]  # fmt: skip
     check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, words)
+
+
+def test_train_reads_a_local_dataset_folder(tmp_path, monkeypatch):
+    """Before: "BuilderConfig 'main' not found. Available: ['default']". A folder with train.jsonl and test.jsonl."""
+    import yaml
+
+    from gdpo_trl.cli.train import main as train_main
+    from tests.helpers.bad_inputs import BASE_RECIPE, GOOD_ROW, write_jsonl
+
+    (tmp_path / "data").mkdir()
+    write_jsonl(tmp_path / "data" / "train.jsonl", [GOOD_ROW] * 2)
+    write_jsonl(tmp_path / "data" / "test.jsonl", [GOOD_ROW])
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump({**BASE_RECIPE, "dataset_name": str(tmp_path / "data")}))
+    train_main(["--config", str(config), "--output_dir", str(tmp_path / "out")])
+    state = (tmp_path / "out" / "trainer_state.json").read_text()
+    assert '"global_step": 1' in state
