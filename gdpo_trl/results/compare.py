@@ -112,14 +112,26 @@ def _mean_spread(xs: list[float]) -> str:
     return f"{statistics.mean(xs):.3f} ± {statistics.stdev(xs):.3f}" if len(xs) > 1 else f"{xs[0]:.3f}"
 
 
+def final_label(tail: int, steps: int) -> str:
+    """The final column's heading: the last ``tail`` logged steps, or all of them in a run no longer than that."""
+    if steps <= 1:
+        return "final (its only step)"
+    if tail >= steps:
+        return f"final (all {steps} steps)"
+    return "final (last step)" if tail == 1 else f"final (last {tail} steps)"
+
+
 def comparison_table(
     curves: list[MethodCurves], reward_names: list[str], *, gain: float, window: int, tail: int
 ) -> str:
-    """Markdown: per method and reward, the final value (mean of the last ``tail`` logged steps, mean ± std over
-    seeds), the start value, steps to reach start + ``gain`` (smoothed over ``window`` steps; seeds that never reach
-    it are counted as such), and the area under the curve per step (the mean level over training)."""
+    """Markdown: per method and reward, the final value (mean of the last ``tail`` logged steps, all of them in a
+    shorter run; mean ± std over seeds), the start value (step 1: before any update, so the same for every method of
+    a seed), steps to reach start + ``gain`` (smoothed over ``window`` steps; seeds that never reach it are counted
+    as such), and the area under the curve per step (the mean level over training). Methods whose runs logged the
+    same values at every step get a note under the table (:func:`identical_note`)."""
+    steps = min((len(c.steps) for c in curves), default=0)
     lines = [
-        f"| method | reward | start | final (last {tail} steps) | steps to start+{gain:g} | mean level (AUC/steps) |",
+        f"| method | reward | start | {final_label(tail, steps)} | steps to start+{gain:g} | mean level (AUC/steps) |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for c in curves:
@@ -140,7 +152,28 @@ def comparison_table(
                 f"| {LABELS.get(c.method, c.method)} | {name} | {start:.3f} | {_mean_spread(finals)} | {reach} | "
                 f"{_mean_spread(levels)} |"
             )
-    return "\n".join(lines)
+    note = identical_note(curves)
+    return "\n".join(lines) + (f"\n\n{note}" if note else "")
+
+
+def identical_note(curves: list[MethodCurves]) -> str:
+    """A note naming the methods whose runs logged the same value of every metric at every step, or ``""``.
+
+    Not a bug: runs of one seed draw the same random numbers, so they sample the same completions until their
+    updates have moved the model far enough to change a sampled token, and a few steps at a small learning rate
+    often do not (the demo's recipe: the methods' curves part after several steps)."""
+    groups: dict[str, list[str]] = {}
+    for c in curves:
+        groups.setdefault(repr((c.steps, sorted(c.values.items()))), []).append(LABELS.get(c.method, c.method))
+    same = [names for names in groups.values() if len(names) > 1]
+    if not same:
+        return ""
+    named = "; ".join(", ".join(names[:-1]) + " and " + names[-1] for names in same)
+    return (
+        f"Note: {named} logged the same values at every step. Runs of one seed sample with the same random numbers, "
+        "so they write the same completions until their updates have changed the model enough to change a sampled "
+        "token; these runs were too short for that. Run more steps (the recipe's, without --steps) to compare them."
+    )
 
 
 # The conflict metrics every multi-reward run logs (GD2PO adds the kept shares), in the order the tables show them.

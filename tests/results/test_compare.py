@@ -34,6 +34,27 @@ def test_comparison_table_hand_values():
     assert "| GDPO | format_reward | 0.100 | 0.800 ± 0.283 | 2.5 (2/2 seeds) | 0.400 ± 0.141 |" in table
 
 
+def test_a_short_comparison_says_what_its_final_column_covers_and_why_its_methods_agree():
+    """A 3-step compare averaged all 3 steps under "final (last 5 steps)", and its three methods' identical rows
+    (one seed: the same samples until the updates change one) read as a bug; both are now said."""
+    same = {"rewards/format_reward/mean": [[0.5, 0.5, 0.6]], "reward": [[1.5, 1.4, 1.6]]}
+    curves = [MethodCurves(m, [1, 2, 3], same) for m in ("grpo", "grpo_no_std", "gdpo")]
+    table = comparison_table(curves, ["format_reward"], gain=0.1, window=5, tail=5)
+    assert table.splitlines()[0].startswith("| method | reward | start | final (all 3 steps) | steps to start+0.1 |")
+    assert "| GDPO | format_reward | 0.500 | 0.533 | never (0/1) | 0.525 |" in table  # final: all three steps
+    assert "Note: GRPO, GRPO w/o std and GDPO logged the same values at every step." in table
+    curves[2] = MethodCurves("gdpo", [1, 2, 3], {**same, "reward": [[1.5, 1.4, 1.7]]})  # GDPO parts from them
+    table = comparison_table(curves, ["format_reward"], gain=0.1, window=5, tail=5)
+    assert "Note: GRPO and GRPO w/o std logged the same values" in table and "GDPO logged" not in table
+    long = [
+        MethodCurves(m, list(range(1, 41)), {"reward": [[i / 40 + k for i in range(40)]]}) for k, m in enumerate("ab")
+    ]
+    assert "| start | final (last 5 steps) |" in comparison_table(long, ["reward"], gain=0.1, window=5, tail=5)
+    assert "Note" not in comparison_table(long, ["reward"], gain=0.1, window=5, tail=5)
+    assert "final (its only step)" in comparison_table([MethodCurves("a", [1], {"reward": [[1.0]]})], ["reward"],
+                                                         gain=0.1, window=5, tail=5)  # fmt: skip
+
+
 def test_conflict_table_hand_values():
     from gdpo_trl.results.compare import conflict_table
 
