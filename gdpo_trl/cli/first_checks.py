@@ -1,27 +1,51 @@
-"""``gdpo train``'s first answer: the mistakes its command line and recipe show, found before TRL is imported.
+"""``gdpo train``'s arguments, read once: the recipe file, the split between recipe flags and accelerate options, and
+the mistakes both show, found before TRL is imported.
 
 Importing torch and TRL takes seconds (more on a busy machine); a misspelt flag, a value of the wrong type, an
 unknown reward, a batch that does not divide over the processes or a ``bf16`` recipe on a CPU-only machine is
 answered in a fraction of one, from the field table (:mod:`gdpo_trl.recipe.field_table`,
-:mod:`gdpo_trl.recipe.early_parse`, :mod:`gdpo_trl.recipe.early_checks`). The full parser runs afterwards as before
-and checks everything again; where the table does not match the installed libraries, it alone answers.
+:mod:`gdpo_trl.recipe.early_parse`, :mod:`gdpo_trl.recipe.early_checks`). What :func:`read_request` returns is all
+the rest of ``gdpo train`` works from: the full parser takes the recipe read here instead of opening the file again,
+and the launcher the options split here. Where the table does not match the installed libraries, the split uses
+the live dataclasses and the full parser alone judges the values.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from gdpo_trl.cli.launch_args import partition_args
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.recipe.early_checks import check_early
 from gdpo_trl.recipe.early_parse import early_parse
 from gdpo_trl.recipe.field_table import load_table
-from gdpo_trl.recipe.recipe_file import recipe_argument
+from gdpo_trl.recipe.recipe_file import Recipe, check_bare_recipe, recipe_of
 
 
-def split_launch(argv: list[str], table: dict) -> tuple[list[str], list[str]]:
-    """``(recipe flags, accelerate options)`` by the launcher's rule (:func:`gdpo_trl.cli.launch.partition_args`),
-    with the option sets read from the table instead of TRL's dataclasses and accelerate's parser."""
-    training = {option for row in table["fields"] for option in row["options"]}
-    recipe, launch = partition_args(argv, training, table["accelerate_options"])
+@dataclass
+class TrainRequest:
+    """``gdpo train``'s arguments as read once: the command line as typed, the recipe's flags as typed, the
+    accelerate options (``--accelerate_config`` resolved; empty: train in this process), the recipe
+    file read and the number of processes (None when accelerate picks it)."""
+
+    argv: list[str]
+    recipe_argv: list[str]
+    launch: list[str]
+    recipe: Recipe | None
+    processes: int | None
+
+
+def split_launch(argv: list[str], table: dict | None) -> tuple[list[str], list[str]]:
+    """``(recipe flags, accelerate options)`` by the launcher's rule (:func:`gdpo_trl.cli.launch_args.partition_args`),
+    with the option sets read from the table, or from TRL's dataclasses and accelerate's parser without one."""
+    if table is None:
+        from gdpo_trl.cli.launch import live_option_sets  # imports TRL: only where the table does not fit
+
+        training, accelerate = live_option_sets()
+    else:
+        training = {option for row in table["fields"] for option in row["options"]}
+        accelerate = table["accelerate_options"]
+    recipe, launch = partition_args(argv, training, accelerate)
     if not launch:
         return recipe, launch
     from gdpo_trl.cli.launch import resolve_accelerate_config  # sockets, subprocesses: only for a launch
@@ -46,19 +70,25 @@ def launch_processes(launch: list[str]) -> int | None:
     return count if count >= 1 else None
 
 
-def check_first(argv: list[str], config: dict | None) -> int | None:
-    """Raise the first mistake ``argv`` and the recipe's contents ``config`` show; return the run's process count
-    (None when not known before accelerate starts)."""
-    table = load_table()
-    if table is None:
-        return None
-    recipe_argv, launch = split_launch(argv, table)
-    processes = launch_processes(launch)
+def check_first(recipe_argv: list[str], recipe: Recipe | None, processes: int | None, table: dict) -> None:
+    """Raise the first mistake the recipe flags and the recipe's contents show, for a run of ``processes``."""
+    values, path = (None, None) if recipe is None else (recipe.values, recipe.path)
     try:
-        early = early_parse(recipe_argv, config, recipe_argument(recipe_argv), table)
+        early = early_parse(recipe_argv, values, path, table)
         check_early(table["fields"], early.values, processes)
     except InputError:
         raise
     except Exception:  # a value of a shape these checks do not expect: the full parser judges it
         pass
-    return processes
+
+
+def read_request(argv: list[str]) -> TrainRequest:
+    """Read ``gdpo train``'s arguments once, raising the first mistake they show (help is answered before)."""
+    check_bare_recipe(argv)
+    recipe = recipe_of(argv)  # the one read of the recipe file
+    table = load_table()
+    recipe_argv, launch = split_launch(argv, table)
+    processes = launch_processes(launch)
+    if table is not None:
+        check_first(recipe_argv, recipe, processes, table)
+    return TrainRequest(argv, recipe_argv, launch, recipe, processes)

@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import fields
 from pathlib import Path
 
-from gdpo_trl.cli.launch_args import CONFIG_FLAG, partition_args
+from gdpo_trl.cli.launch_args import CONFIG_FLAG
 from gdpo_trl.cli.orphans import INTERRUPTED, LAUNCHER_ENV, interrupted_line
 from gdpo_trl.cli.run_records import RECORDS_ENV, report_failure
 from gdpo_trl.core.errors import InputError
@@ -37,21 +37,17 @@ from gdpo_trl.core.shipped import shipped_folder
 from gdpo_trl.recipe.recipe_file import yaml_problem
 
 
-def _accelerate_options() -> dict[str, bool]:
-    """Every ``accelerate launch`` option string -> whether it takes a value."""
+def live_option_sets() -> tuple[set[str], dict[str, bool]]:
+    """The recipe fields' flags and ``accelerate launch``'s options (name -> whether it takes a value), from TRL's
+    dataclasses and accelerate's parser: what the field table holds, for a machine the table does not fit."""
     from accelerate.commands.launch import launch_command_parser
 
-    actions = launch_command_parser()._option_string_actions  # argparse keeps no public list of them
-    return {name: action.nargs != 0 for name, action in actions.items() if name not in ("-h", "--help", "-m")}
-
-
-def split_launch_args(argv: list[str]) -> tuple[list[str], list[str]]:
-    """``(recipe flags, accelerate launch options)`` from ``gdpo train``'s arguments."""
     from gdpo_trl.recipe.arguments import DATACLASSES
 
     training_fields = {f"--{f.name}" for dataclass_type in DATACLASSES for f in fields(dataclass_type)}
-    recipe, launch = partition_args(argv, training_fields, _accelerate_options())
-    return recipe, resolve_accelerate_config(launch)
+    actions = launch_command_parser()._option_string_actions  # argparse keeps no public list of them
+    accelerate = {name: action.nargs != 0 for name, action in actions.items() if name not in ("-h", "--help", "-m")}
+    return training_fields, accelerate
 
 
 def resolve_accelerate_config(launch: list[str]) -> list[str]:

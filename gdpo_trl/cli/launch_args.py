@@ -1,6 +1,6 @@
-"""How ``gdpo train``'s arguments split between the recipe and ``accelerate launch``: one rule for the launcher
-(:func:`gdpo_trl.cli.launch.split_launch_args`) and the checks that run before torch is imported
-(:mod:`gdpo_trl.cli.first_checks`). Stdlib only, so the early checks stay fast."""
+"""How ``gdpo train``'s arguments split between the recipe and ``accelerate launch``: the rule
+:func:`gdpo_trl.cli.first_checks.split_launch` applies once, before torch is imported. Stdlib only, so it stays
+fast; :mod:`gdpo_trl.cli.launch` reads ``--accelerate_config`` by the name kept here."""
 
 from __future__ import annotations
 

@@ -7,14 +7,22 @@ Usage::
     gdpo train --config recipes/cpu/gdpo/config.yaml --num_processes 2     # accelerate starts 2 processes
     gdpo train --config recipes/Qwen2.5-1.5B-Instruct/gdpo/config.yaml --accelerate_config zero3   # 8 GPUs
 
-With an accelerate option (``--accelerate_config NAME_OR_FILE``, ``--num_processes``, ``--num_machines``, ...; see
-:mod:`gdpo_trl.cli.launch`) ``gdpo train`` checks the recipe, then starts ``accelerate launch -m gdpo_trl.cli.train``
-itself; that command also works typed by hand. The YAML holds flat keys of three dataclasses:
+The way in, top to bottom: :func:`main` answers ``--help``, then reads the arguments once
+(:func:`gdpo_trl.cli.first_checks.read_request`: the recipe file, the split between recipe flags and accelerate
+options, every mistake found before TRL is imported). Without accelerate options the run trains in this process
+(:func:`train`, given the recipe already read); with them (``--accelerate_config NAME_OR_FILE``,
+``--num_processes``, ``--num_machines``, ...; see :mod:`gdpo_trl.cli.launch`) the recipe is parsed once as each
+process will parse it, then ``accelerate launch -m gdpo_trl.cli.train`` starts the processes, each of which runs
+:func:`train` (that command also works typed by hand). The YAML holds flat keys of three dataclasses:
 :class:`~gdpo_trl.recipe.arguments.GDPOScriptArguments` (data and rewards), ``GDPOConfig`` (training) and TRL's
-``ModelConfig`` (model and LoRA), plus an optional ``env:`` block. ``gdpo train --help`` lists every field.
+``ModelConfig`` (model and LoRA), plus an optional ``env:`` block. ``gdpo train --help`` lists the fields.
 """
 
 from __future__ import annotations
+
+import os
+import shlex
+import sys
 
 from gdpo_trl.cli.console import (
     bound_completions_logging,
@@ -25,36 +33,82 @@ from gdpo_trl.cli.console import (
 )
 from gdpo_trl.cli.engines import check_fsdp_engaged, end_process, shutdown_distributed
 from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.cli.first_checks import TrainRequest, read_request
 from gdpo_trl.cli.model_card import attach_run_card, write_card
 from gdpo_trl.cli.orphans import follow_launcher, quiet_interrupt
 from gdpo_trl.cli.run_records import mark_saved
 from gdpo_trl.cli.train_help import answer_help
 from gdpo_trl.core.errors import input_stage
-from gdpo_trl.recipe.arguments import parse_args
-from gdpo_trl.recipe.names import config_file
-from gdpo_trl.recipe.recipe_file import check_bare_recipe
-from gdpo_trl.run.build import train_run
-from gdpo_trl.run.resume_settings import RunFinished
+from gdpo_trl.recipe.recipe_file import Recipe
 
 
 @cli_errors("gdpo train")
 def main(argv: list[str] | None = None) -> None:
-    """Parse the recipe and flags, then build, train and save (:func:`gdpo_trl.run.build.train_run`)."""
+    """``gdpo train``: help, or the arguments read once, then trained here or launched."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     if answer_help(argv):
         return
+    request = read_request(argv)
+    from gdpo_trl.recipe.field_table import remember_table
+
+    remember_table()  # where the committed field table does not fit this machine, keep one that does (imports TRL)
+    if request.launch:
+        launch(request)
+    else:
+        train(request.recipe_argv, request.recipe)
+
+
+def launch(request: TrainRequest) -> None:
+    """Check the launch options and the recipe as each process will parse it (so a mistake fails once, in one
+    line, before any process starts), then start them under ``accelerate launch``."""
+    from gdpo_trl.cli.launch import check_launch_options, launch_training, recipe_precision
+    from gdpo_trl.cli.model_card import COMMAND_ENV
+
+    check_launch_options(request.launch)  # a bad count, port or accelerate config: one line before anything starts
+    training_args = check_before_launch(request.recipe_argv, request.recipe, request.processes or accelerator_count())
+    os.environ[COMMAND_ENV] = shlex.join(["gdpo", "train", *request.argv])  # for the model card the processes write
+    try:
+        launch_training(request.recipe_argv, recipe_precision(request.launch, training_args), training_args.output_dir)
+    finally:
+        os.environ.pop(COMMAND_ENV, None)
+
+
+def accelerator_count() -> int:
+    """The processes accelerate starts when no count is given: one per GPU it finds, else one."""
+    import torch
+
+    return torch.cuda.device_count() or 1
+
+
+def check_before_launch(recipe_argv: list[str], recipe: Recipe | None, num_processes: int = 1):
+    """Parse and check the recipe as each of the ``num_processes`` processes will; returns its training arguments."""
+    from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.run.checks import check_recipe
+
+    with input_stage("recipe"):
+        script_args, training_args, model_args = parse_args(recipe_argv, num_processes, recipe)
+    check_recipe(script_args, training_args, model_args)
+    return training_args
+
+
+def train(recipe_argv: list[str], recipe: Recipe | None) -> None:
+    """Parse the recipe flags with the recipe as read (``recipe_argv``'s ``--config`` file), then build, train and
+    save (:func:`gdpo_trl.run.build.train_run`). One process: ``gdpo train``'s own, or one accelerate started."""
+    from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.run.build import train_run
+    from gdpo_trl.run.resume_settings import RunFinished
+
     quiet_known_warnings()
     package_warnings_as_lines("gdpo train")
-    check_bare_recipe(argv)
-    with input_stage("recipe"):  # parse_args checks the recipe file first
-        script_args, training_args, model_args = parse_args(argv)
+    with input_stage("recipe"):
+        script_args, training_args, model_args = parse_args(recipe_argv, recipe=recipe)
     check_fsdp_engaged()  # an FSDP config on a CPU-only machine would silently run DDP
     setup_logging(training_args.get_process_log_level())
-    bound_completions_logging(training_args, argv)
-    recipe = config_file(argv)
+    bound_completions_logging(training_args, recipe_argv)
 
     def on_built(trainer) -> None:
         use_compact_progress(trainer)
-        attach_run_card(trainer, script_args, training_args, model_args, recipe, argv)
+        attach_run_card(trainer, script_args, training_args, model_args, recipe and recipe.text, recipe_argv)
 
     try:
         trainer = train_run(script_args, training_args, model_args, on_built=on_built)
@@ -87,6 +141,19 @@ def final_summary(trainer, output_dir: str) -> str:
     )
 
 
+@cli_errors("gdpo train")
+def process_main(argv: list[str] | None = None) -> None:
+    """One process of a launched run (``accelerate launch -m gdpo_trl.cli.train``): the launcher read and checked
+    the arguments already, so this process reads its recipe file once, parses it with the flags and trains."""
+    from gdpo_trl.recipe.names import resolve_config_flag
+    from gdpo_trl.recipe.recipe_file import recipe_of
+
+    recipe_argv = resolve_config_flag(sys.argv[1:] if argv is None else argv)
+    with input_stage("recipe"):
+        recipe = recipe_of(recipe_argv)
+    train(recipe_argv, recipe)
+
+
 if __name__ == "__main__":  # accelerate launch -m gdpo_trl.cli.train ...
     follow_launcher()  # started by gdpo train: end with it, however it ends (gdpo_trl.cli.orphans)
-    end_process(quiet_interrupt(main))  # main's status, without the interpreter teardown a ZeRO-3 rank could abort in
+    end_process(quiet_interrupt(process_main))  # its status, without the teardown a ZeRO-3 rank could abort in

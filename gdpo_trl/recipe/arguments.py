@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -14,7 +15,7 @@ from gdpo_trl.core.errors import InputError
 from gdpo_trl.recipe import early_parse
 from gdpo_trl.recipe.early_checks import check_script_ranges
 from gdpo_trl.recipe.names import resolve_config_flag
-from gdpo_trl.recipe.recipe_file import check_recipe_yaml, recipe_argument
+from gdpo_trl.recipe.recipe_file import Recipe, recipe_of
 from gdpo_trl.recipe.recipe_values import read_values
 
 
@@ -134,6 +135,17 @@ class RecipeParser(OneLineErrors, TrlParser):
     def set_defaults_with_config(self, **config) -> list[str]:
         return super().set_defaults_with_config(**read_values(self._actions, config, self.recipe))
 
+    def parse_recipe(self, flags: list[str], values: dict | None) -> tuple:
+        """What TrlParser's ``parse_args_and_config`` returns with ``separate_remaining_strings``, from the recipe's
+        values as :func:`~gdpo_trl.recipe.recipe_file.load_recipe` read them rather than from the file again: the
+        ``env:`` block exported (as TRL does), the rest the fields' defaults, then ``flags`` (no ``--config``) win."""
+        values = dict(values or {})
+        for key, value in (values.pop("env", None) or {}).items():
+            os.environ[key] = str(value)
+        yaml_unknown = self.set_defaults_with_config(**values) if values else []
+        *parsed, cli_unknown = self.parse_args_into_dataclasses(args=flags, return_remaining_strings=True)
+        return (*parsed, yaml_unknown, cli_unknown)
+
 
 def config_for_processes(num_processes: int) -> type[GDPOConfig]:
     """``GDPOConfig`` as each of ``num_processes`` processes builds it. TRL derives the generation batch from
@@ -145,23 +157,26 @@ def config_for_processes(num_processes: int) -> type[GDPOConfig]:
 
 
 def parse_args(
-    argv: list[str] | None = None, num_processes: int = 1
+    argv: list[str] | None = None, num_processes: int = 1, recipe: Recipe | None = None
 ) -> tuple[GDPOScriptArguments, GDPOConfig, ModelConfig]:
     """Parse ``--config`` YAML and command-line flags (flags win) into the three dataclasses; ``num_processes``: the
-    processes the run will have, when parsed before they start (:func:`config_for_processes`).
+    processes the run will have, when parsed before they start (:func:`config_for_processes`); ``recipe``: the
+    ``--config`` file as ``gdpo train`` read it already, else it is read here (once).
 
-    The recipe file is checked first (:func:`gdpo_trl.recipe.recipe_file.read_recipe`: missing, binary, not UTF-8,
-    bad YAML, a key twice). Unknown YAML keys and flags raise a ``ValueError`` naming each with the closest field
-    names. ``allow_abbrev=False``: with hundreds of flags, argparse's prefix matching would silently read a typo such
-    as ``--max_step`` as ``--max_steps``.
+    The recipe file is checked as it is read (:func:`gdpo_trl.recipe.recipe_file.load_recipe`: missing, binary, not
+    UTF-8, bad YAML, a key twice). Unknown YAML keys and flags raise a ``ValueError`` naming each with the closest
+    field names. ``allow_abbrev=False``: with hundreds of flags, argparse's prefix matching would silently read a typo
+    such as ``--max_step`` as ``--max_steps``.
     """
     args = resolve_config_flag(sys.argv[1:] if argv is None else argv)  # a recipe name -> its shipped file
-    check_recipe_yaml(args)
+    if recipe is None:
+        recipe = recipe_of(args)
+    if "--config" in args:
+        i = args.index("--config")
+        del args[i : i + 2]
     dataclass_types = (GDPOScriptArguments, config_for_processes(num_processes), ModelConfig)
-    parser = RecipeParser(dataclass_types, recipe=recipe_argument(args))
-    *parsed, yaml_unknown, cli_unknown = parser.parse_args_and_config(
-        args, return_remaining_strings=True, separate_remaining_strings=True
-    )
+    parser = RecipeParser(dataclass_types, recipe=None if recipe is None else recipe.path)
+    *parsed, yaml_unknown, cli_unknown = parser.parse_recipe(args, None if recipe is None else recipe.values)
     check_unknown(yaml_keys=yaml_unknown[::2], cli_args=[a for a in cli_unknown if a.startswith("-")] or cli_unknown)
     return tuple(parsed)
 

@@ -3,12 +3,14 @@
 Every problem is an :class:`~gdpo_trl.core.errors.InputError` naming the file (and the line where there is one) and the
 fix: ``--config`` without a file, a file that is missing, a folder, unreadable, binary or not UTF-8, YAML that does
 not parse, a document that is not a mapping, and a key written twice (PyYAML keeps the last one without a word).
-Only PyYAML is imported here.
+Only PyYAML is imported here. ``gdpo train`` reads its recipe once (:func:`load_recipe`): the early checks, the full
+parser and the model card all take the :class:`Recipe` read here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
@@ -35,8 +37,22 @@ def check_bare_recipe(argv: list[str]) -> None:
         raise InputError(f"{argv[0]!r} is not an option: did you mean `--config {argv[0]}`?")
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """A recipe file as read once: where it is, its text (the model card quotes it) and its values."""
+
+    path: str
+    text: str
+    values: dict
+
+
 def read_recipe(path: str | Path) -> dict:
     """The recipe at ``path`` as a dict (``{}`` for an empty file), or an InputError naming the file and the fix."""
+    return load_recipe(path).values
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    """The recipe at ``path``, read and checked (see the module's docstring); the file is opened once, here."""
     import yaml
 
     path = Path(path)
@@ -66,11 +82,11 @@ def read_recipe(path: str | Path) -> dict:
     except yaml.YAMLError as error:
         raise InputError(f"recipe {yaml_problem(path, error)}") from None
     if config is None:
-        return {}
+        config = {}
     if not isinstance(config, dict):
         raise InputError(f"recipe {path}: must be a mapping of field: value, got a {type(config).__name__}.")
     check_env_block(config.get("env"), path)
-    return config
+    return Recipe(str(path), text, config)
 
 
 def check_env_block(env, path: Path) -> None:
@@ -98,10 +114,10 @@ def yaml_problem(path: str | Path, error) -> str:
     return f"{where}: YAML syntax error: {getattr(error, 'problem', None) or error}"
 
 
-def check_recipe_yaml(argv: list[str]) -> dict | None:
-    """Check the ``--config`` file of ``argv`` (see :func:`read_recipe`); its contents, or None without ``--config``."""
+def recipe_of(argv: list[str]) -> Recipe | None:
+    """The ``--config`` recipe of ``argv``, read and checked (:func:`load_recipe`); None without ``--config``."""
     recipe = recipe_argument(argv)
-    return None if recipe is None else read_recipe(recipe)
+    return None if recipe is None else load_recipe(recipe)
 
 
 class _DuplicateKey(Exception):

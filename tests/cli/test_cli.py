@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gdpo_trl.cli.train import main, parse_args
+from gdpo_trl.cli.train import main
+from gdpo_trl.recipe.arguments import parse_args
 from gdpo_trl.results.runs import format_ends, reward_ends
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,8 +43,30 @@ def _steps(state):
     return [entry["step"] for entry in state["log_history"] if "loss" in entry]
 
 
-def test_cpu_recipe_trains_and_saves(tiny_model_path, tmp_path, capsys):
+def opens_of(path: str, monkeypatch) -> list[str]:
+    """Every opening of ``path`` from now on (``open``, ``io.open`` and so ``Path.read_text``/``read_bytes``)."""
+    import builtins
+    import io
+
+    target, opened, real_open = os.path.realpath(path), [], io.open
+
+    def counting_open(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.path.realpath(file) == target:
+            opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(io, "open", counting_open)
+    return opened
+
+
+def test_cpu_recipe_trains_and_saves(tiny_model_path, tmp_path, capsys, monkeypatch):
+    opened = opens_of(CPU_RECIPE, monkeypatch)
     state = _train(tmp_path / "run")
+    monkeypatch.undo()
+    # One front door: the recipe is read once, by one reader, for the early checks, the parser and the model card.
+    assert len(opened) == 1, opened
+    assert "```yaml\n# " in (tmp_path / "run" / "README.md").read_text()  # the card quotes the recipe it read
 
     # --max_steps 2 overrides the recipe's 8.
     assert state["global_step"] == 2 and state["max_steps"] == 2
@@ -136,8 +159,6 @@ def test_resume_continues_from_the_last_checkpoint(tiny_model_path, tmp_path):
     assert [entry["learning_rate"] for entry in resumed["log_history"] if "loss" in entry] == [
         entry["learning_rate"] for entry in full["log_history"] if "loss" in entry
     ]
-
-
 
 
 def input_error(argv: list[str], capsys) -> str:

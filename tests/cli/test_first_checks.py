@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gdpo_trl.cli.first_checks import check_first, launch_processes
+from gdpo_trl.cli.first_checks import launch_processes, read_request
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.recipe.field_table import load_table
 
@@ -39,11 +39,9 @@ MISTAKES = [
 
 @pytest.mark.parametrize("flags,words", MISTAKES, ids=[" ".join(flags) for flags, _ in MISTAKES])
 def test_each_mistake_is_answered_from_the_table(flags, words):
-    from gdpo_trl.recipe.recipe_file import check_recipe_yaml
-
     argv = [*RECIPE, *flags]
     with pytest.raises(InputError) as error:
-        check_first(argv, check_recipe_yaml(argv))
+        read_request(argv)
     assert all(word in str(error.value) for word in words), str(error.value)
 
 
@@ -68,7 +66,8 @@ def test_a_batch_that_divides_over_the_processes_is_not_refused():
     from gdpo_trl.recipe.arguments import parse_args
 
     argv = [*RECIPE, "--num_processes", "2", "--per_device_train_batch_size", "4", "--max_steps", "2"]
-    assert check_first(argv, None) == 2
+    request = read_request(argv)
+    assert request.processes == 2 and request.recipe_argv[2:] == argv[4:] and "--num_processes" in request.launch
     _, training_args, _ = parse_args([*RECIPE, "--per_device_train_batch_size", "4", "--max_steps", "2"], 2)
     assert training_args.generation_batch_size == 8 and training_args.steps_per_generation == 1
 
@@ -117,13 +116,13 @@ def test_first_checks_import_neither_torch_nor_trl():
     """The point of the table: a mistake is answered without the seconds those imports take."""
     code = (
         "import sys\n"
-        "from gdpo_trl.cli.first_checks import check_first\n"
+        "from gdpo_trl.cli.first_checks import read_request\n"
         "from gdpo_trl.cli.train_help import short_help\n"
         "from gdpo_trl.recipe.field_table import load_table\n"
         "from gdpo_trl.core.errors import InputError\n"
         "short_help(load_table())\n"
         "try:\n"
-        "    check_first(['--config', 'cpu/gdpo', '--bf16', 'maybe'], {'reward_funcs': ['format']})\n"
+        "    read_request(['--config', 'cpu/gdpo', '--bf16', 'maybe'])\n"
         "except InputError as error:\n"
         "    print(error)\n"
         "print(sorted({'torch', 'trl', 'transformers', 'accelerate'} & set(sys.modules)))\n"

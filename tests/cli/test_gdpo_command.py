@@ -13,12 +13,19 @@ import pytest
 import yaml
 
 from gdpo_trl.cli import launch
+from gdpo_trl.cli.first_checks import split_launch
 from gdpo_trl.cli.main import SUBCOMMANDS
 from gdpo_trl.cli.main import main as gdpo
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.recipe.field_table import load_table
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = str(ROOT / "recipes" / "cpu" / "gdpo" / "config.yaml")
+
+
+def split_launch_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """gdpo train's one split (:func:`gdpo_trl.cli.first_checks.split_launch`) with the committed field table."""
+    return split_launch(argv, load_table())
 
 
 def test_help_lists_every_subcommand(capsys):
@@ -41,15 +48,23 @@ def test_unknown_subcommand_is_a_usage_error(capsys):
 
 def test_launch_options_are_split_from_the_recipe_flags():
     argv = ["--config", RECIPE, "--num_processes", "2", "--gradient_accumulation_steps", "2", "--max_steps=3"]
-    recipe, options = launch.split_launch_args([*argv, "--main_process_port=29555", "--accelerate_config", "zero3"])
+    recipe, options = split_launch_args([*argv, "--main_process_port=29555", "--accelerate_config", "zero3"])
     # --gradient_accumulation_steps is also an accelerate option: a training field wins, as with `trl grpo`.
     assert recipe == ["--config", RECIPE, "--gradient_accumulation_steps", "2", "--max_steps=3"]
     assert options[:3] == ["--num_processes", "2", "--main_process_port=29555"]
     assert options[3] == "--config_file" and Path(options[4]).resolve() == ROOT / "accelerate_configs" / "zero3.yaml"
 
 
+def test_the_table_splits_as_the_live_dataclasses_do():
+    """Where the field table does not fit the installed libraries, the split uses TRL's dataclasses and accelerate's
+    parser: both give the same answer on the committed table's machine."""
+    argv = ["--config", RECIPE, "--num_processes", "2", "--gradient_accumulation_steps", "2", "--mixed_precision=no"]
+    assert split_launch(argv, None) == split_launch_args(argv)
+    assert split_launch_args(argv)[1] == ["--num_processes", "2", "--mixed_precision=no"]
+
+
 def test_no_launch_option_means_no_launch():
-    assert launch.split_launch_args(["--config", RECIPE, "--max_steps", "2"]) == (
+    assert split_launch_args(["--config", RECIPE, "--max_steps", "2"]) == (
         ["--config", RECIPE, "--max_steps", "2"],
         [],
     )
@@ -57,9 +72,9 @@ def test_no_launch_option_means_no_launch():
 
 def test_a_bad_accelerate_config_names_the_choices():
     with pytest.raises(InputError, match=r"'zero9' is neither a file nor one of the configs \['ddp', 'fsdp2'"):
-        launch.split_launch_args(["--config", RECIPE, "--accelerate_config", "zero9"])
+        split_launch_args(["--config", RECIPE, "--accelerate_config", "zero9"])
     with pytest.raises(InputError, match="--num_processes needs a value"):
-        launch.split_launch_args(["--config", RECIPE, "--num_processes"])
+        split_launch_args(["--config", RECIPE, "--num_processes"])
 
 
 def test_launch_defaults_on_one_machine():
@@ -126,7 +141,9 @@ def test_a_gpu_recipe_fits_this_machine_with_a_warning_each(caplog):
     with caplog.at_level("WARNING", logger="gdpo_trl"):
         fit_to_machine(training, model)
     assert model.attn_implementation == "sdpa" and training.report_to == []
-    assert "flash_attention_2 needs a CUDA GPU" in caplog.text and "wandb, no-such-tracker not installed" in caplog.text
+    assert (
+        "flash_attention_2 needs a CUDA GPU" in caplog.text and "wandb, no-such-tracker not installed" in caplog.text
+    )
 
 
 def test_train_help_all_reads_like_trl(capsys):
@@ -137,11 +154,19 @@ def test_train_help_all_reads_like_trl(capsys):
     assert lines[0] == "usage: gdpo train --config RECIPE [--FIELD VALUE ...] [ACCELERATE OPTIONS] [--debug]"
     assert lines[2].startswith("Train a model with GDPO (or GRPO) from a TRL-style YAML recipe.")
     head = "\n".join(lines[:25])
-    for word in ("  --config RECIPE", "--accelerate_config NAME_OR_FILE", "--num_processes N", "  --debug", "examples:"):
+    for word in (
+        "  --config RECIPE",
+        "--accelerate_config NAME_OR_FILE",
+        "--num_processes N",
+        "  --debug",
+        "examples:",
+    ):
         assert word in head, word
     examples = [line for line in lines[:25] if line.startswith("  gdpo train --config recipes/")]
     assert len(examples) == 2
-    groups = [i for i, line in enumerate(lines) if line.startswith(("data and rewards", "training (", "model and LoRA"))]
+    groups = [
+        i for i, line in enumerate(lines) if line.startswith(("data and rewards", "training (", "model and LoRA"))
+    ]
     assert len(groups) == 3 and groups == sorted(groups) and groups[0] < 25
     fields = "\n".join(lines[groups[0] :])
     assert "--reward_funcs" in fields and "--learning_rate" in fields and "--lora_r" in fields
@@ -173,8 +198,15 @@ def test_debug_shows_the_traceback_in_every_subcommand(tmp_path, capsys, monkeyp
 def test_old_spellings_still_work_with_one_warning_each(tmp_path, capsys):
     from gdpo_trl.cli.compare import parse_args as compare_args
 
-    args = compare_args(["--out-dir", str(tmp_path), "--learning-rate", "1e-3", "--prompts-per-step=2", "--threads", "1"])
-    assert (args.output_dir, args.learning_rate, args.prompts_per_step, args.cpu_threads) == (str(tmp_path), 1e-3, 2, 1)
+    args = compare_args(
+        ["--out-dir", str(tmp_path), "--learning-rate", "1e-3", "--prompts-per-step=2", "--threads", "1"]
+    )
+    assert (args.output_dir, args.learning_rate, args.prompts_per_step, args.cpu_threads) == (
+        str(tmp_path),
+        1e-3,
+        2,
+        1,
+    )
     warnings = capsys.readouterr().err.splitlines()
     assert warnings == [
         "gdpo compare: warning: --out-dir is deprecated, use --output_dir",
@@ -189,7 +221,10 @@ def test_old_spellings_still_work_with_one_warning_each(tmp_path, capsys):
     (tmp_path / "run" / "trainer_state.json").write_text(json.dumps({"log_history": log}))
     assert plot([str(tmp_path / "run"), "--out", str(tmp_path / "runs.png")]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err == ["gdpo plot: warning: --out is deprecated, use --output_file", f"wrote plot to {tmp_path / 'runs.png'}"]
+    assert err == [
+        "gdpo plot: warning: --out is deprecated, use --output_file",
+        f"wrote plot to {tmp_path / 'runs.png'}",
+    ]
 
 
 # A failure on one rank of two: one line for the run, naming the rank, whatever the other rank met meanwhile (blocked

@@ -16,13 +16,14 @@ spec.loader.exec_module(gpu_check)
 
 
 def test_every_training_check_parses_as_gdpo_train_would(tmp_path):
-    from gdpo_trl.cli.launch import split_launch_args
+    from gdpo_trl.cli.first_checks import split_launch
     from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.recipe.field_table import load_table
 
     trainings = [argv for _, argv in gpu_check.checks(tmp_path, steps=3) if argv[0] == "train"]
     assert len(trainings) == 2
     for argv in trainings:
-        recipe_argv, launch = split_launch_args(argv[1:])
+        recipe_argv, launch = split_launch(argv[1:], load_table())
         assert "--bf16" not in recipe_argv  # the recipe's bf16: true (parsed here on the CPU, so switched off)
         script, training, model = parse_args([*recipe_argv, "--use_cpu", "true", "--bf16", "false"])
         assert model.model_name_or_path == "builtin:qwen2.5-0.5b" and script.dataset_name == "sample"
@@ -31,8 +32,8 @@ def test_every_training_check_parses_as_gdpo_train_would(tmp_path):
         batch = training.per_device_train_batch_size * training.gradient_accumulation_steps
         assert batch % training.num_generations == 0
     lora, zero3 = trainings
-    assert "--config_file" in split_launch_args(zero3[1:])[1]  # accelerate's ZeRO-3 config, one process
-    assert parse_args([*split_launch_args(lora[1:])[0], "--use_cpu", "true", "--bf16", "false"])[2].use_peft
+    assert "--config_file" in split_launch(zero3[1:], load_table())[1]  # accelerate's ZeRO-3 config, one process
+    assert parse_args([*split_launch(lora[1:], load_table())[0], "--use_cpu", "true", "--bf16", "false"])[2].use_peft
 
 
 def test_without_a_gpu_it_refuses_in_one_line(tmp_path):

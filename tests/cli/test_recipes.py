@@ -66,7 +66,7 @@ def test_recipe_parses(recipe):
 
 def test_cpu_recipe_builds_as_is():
     """The CPU recipe is parsed without any override: it must be fully valid on this machine."""
-    from gdpo_trl.cli.train import parse_args
+    from gdpo_trl.recipe.arguments import parse_args
 
     script_args, training_args, model_args = parse_args(["--config", str(ROOT / "recipes/cpu/gdpo/config.yaml")])
     assert model_args.model_name_or_path == "builtin:warmstart"
@@ -168,7 +168,7 @@ def test_gpu_recipe_keys_are_current(recipe):
     import logging
     import warnings
 
-    from gdpo_trl.cli.train import parse_args
+    from gdpo_trl.recipe.arguments import parse_args
 
     config = _load(recipe)
     deprecated = sorted(set(config) & set(_deprecated_fields()))

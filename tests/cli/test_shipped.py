@@ -12,10 +12,12 @@ from types import SimpleNamespace
 import pytest
 
 from gdpo_trl.cli import launch
+from gdpo_trl.cli.first_checks import split_launch
 from gdpo_trl.cli.main import main as gdpo
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.shipped import shipped_folder
 from gdpo_trl.recipe.arguments import parse_args
+from gdpo_trl.recipe.field_table import load_table
 from gdpo_trl.recipe.names import recipe_names, recipe_path, resolve_config_flag, resolve_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +31,11 @@ def elsewhere(tmp_path, monkeypatch):
     """Every test runs from an empty folder outside the checkout, as a user of the wheel would."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def split_launch_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """gdpo train's one split (:func:`gdpo_trl.cli.first_checks.split_launch`) with the committed field table."""
+    return split_launch(argv, load_table())
 
 
 def test_the_shipped_folders_are_the_repositorys_own():
@@ -99,7 +106,7 @@ def test_recipes_copy_then_edit(elsewhere, capsys):
 
 
 def test_accelerate_configs_by_name_from_any_folder(elsewhere):
-    _, options = launch.split_launch_args(["--config", "cpu/gdpo", "--accelerate_config", "zero2"])
+    _, options = split_launch_args(["--config", "cpu/gdpo", "--accelerate_config", "zero2"])
     assert options[0] == "--config_file" and Path(options[1]).resolve() == ROOT / "accelerate_configs" / "zero2.yaml"
     own = elsewhere / "zero2"  # a file of that name wins, as in TRL
     own.write_text("distributed_type: NO\n")

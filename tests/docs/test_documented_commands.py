@@ -150,11 +150,11 @@ def test_config_paths_exist():
 def _training_launches(command: str) -> tuple[list[str], int] | None:
     """``(recipe argv, processes)`` of a GPU training command: ``gdpo train``, ``accelerate launch -m
     gdpo_trl.cli.train`` or ``sbatch ... scripts/slurm_train.sh``; None for anything else."""
-    from gdpo_trl.cli.launch import split_launch_args
+    from gdpo_trl.cli.first_checks import split_launch
 
     tokens = words(command)
     if tokens[:2] == ["gdpo", "train"]:
-        recipe, launch = split_launch_args(tokens[2:])
+        recipe, launch = split_launch(tokens[2:], None)  # the live dataclasses' flags
     elif tokens[:2] == ["accelerate", "launch"] and "gdpo_trl.cli.train" in tokens:
         at = tokens.index("gdpo_trl.cli.train")
         recipe, launch = tokens[at + 1 :], tokens[2 : at - 1]

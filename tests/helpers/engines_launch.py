@@ -83,7 +83,7 @@ def load_probes(output_dir: Path, num_processes: int = 2) -> list[dict]:
     return [json.loads((output_dir / f"probe-rank{rank}.json").read_text()) for rank in range(num_processes)]
 
 
-MAIN = "gdpo_trl.cli.train.main"
+MAIN = "gdpo_trl.cli.train.train"  # the function each launched process trains in
 
 
 def assert_main_ran_engine_hooks(probes: list[dict]) -> None:

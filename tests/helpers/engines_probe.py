@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from gdpo_trl.cli import train as train_cli
+from gdpo_trl.recipe import arguments
 from gdpo_trl.trainer import GDPOTrainer
 
 BATCHES: list[dict] = []
@@ -99,26 +100,28 @@ def _write_probe(trainer) -> None:
 
 
 def _observe_main() -> None:
-    """Record, in order, what gdpo train's ``main`` does around training, without doing any of it for main.
+    """Record, in order, what a launched process of gdpo train (``gdpo_trl.cli.train.train``) does around training,
+    without doing any of it for it.
 
-    ``main`` looks ``parse_args``, ``check_fsdp_engaged`` and ``shutdown_distributed`` up in its module's globals
-    when it runs, so wrapping them there sees each call and its caller: ``EVENTS`` gets ``{"event": name, "caller":
+    ``train`` looks ``parse_args`` up in :mod:`gdpo_trl.recipe.arguments`, ``check_fsdp_engaged`` and
+    ``shutdown_distributed`` in its module's globals when it runs, so wrapping them there sees each call and its caller: ``EVENTS`` gets ``{"event": name, "caller":
     "module.function"}``, and ``probing_train`` adds ``train`` and ``trained`` around training. A main that stopped calling a function
     leaves its event out, and the tests (``assert_main_ran_engine_hooks``) fail.
     """
 
-    def observed(name):
-        original = getattr(train_cli, name)
+    def observed(module, name):
+        original = getattr(module, name)
 
         def wrapper(*args, **kwargs):
             caller = sys._getframe(1)
             EVENTS.append({"event": name, "caller": f"{caller.f_globals.get('__name__')}.{caller.f_code.co_name}"})
             return original(*args, **kwargs)
 
-        setattr(train_cli, name, wrapper)
+        setattr(module, name, wrapper)
 
-    for name in ("parse_args", "check_fsdp_engaged", "shutdown_distributed"):
-        observed(name)
+    observed(arguments, "parse_args")  # train imports it from there when it runs
+    for name in ("check_fsdp_engaged", "shutdown_distributed"):
+        observed(train_cli, name)
 
 
 def _record_exit() -> None:
@@ -143,7 +146,7 @@ def main() -> None:
 
         install_from_env()
     _observe_main()
-    train_cli.main(sys.argv[1:])
+    train_cli.process_main(sys.argv[1:])
     _record_exit()
 
 

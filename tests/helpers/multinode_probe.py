@@ -48,7 +48,7 @@ GDPOTrainer._generate_and_score_completions = record_ours
 
 
 def main() -> None:
-    cli.main()
+    cli.process_main()
     trainer = seen["trainer"]
     accelerator = trainer.accelerator
     dump = {
