@@ -21,7 +21,13 @@ from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.storage.final_model import RECORD_NAME, no_checkpoint_error
-from gdpo_trl.storage.weight_files import safetensors_problem, torch_file_problem, weights_problem
+from gdpo_trl.storage.weight_files import (
+    nonfinite_weights,
+    safetensors_problem,
+    scannable,
+    torch_file_problem,
+    weights_problem,
+)
 
 __all__ = ["safetensors_problem", "torch_file_problem", "weights_problem"]  # re-exported: checkpoint checks use them
 
@@ -71,7 +77,8 @@ def checkpoint_problems(folder: Path, world_size: int = 1, save_only_model: bool
                 problems.append(f"trainer_state.json is for step {step}")
         except (OSError, ValueError, KeyError, TypeError):
             problems.append("trainer_state.json is truncated or unreadable")
-    problems.append(weights_problem(folder))
+    # NaN/inf weights (a run that diverged) resume to NaN losses and fail in sampling: skipped like a damaged save.
+    problems.append(weights_problem(folder) or (scannable(folder) and nonfinite_weights(folder)))
     if not save_only_model:
         sharded = any(folder.glob("global_step*")) or any(folder.glob("optimizer_*"))
         if not sharded:

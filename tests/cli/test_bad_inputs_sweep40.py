@@ -4,6 +4,7 @@ output folder untouched (:func:`tests.helpers.bad_inputs.check_train_rejects`)."
 from importlib.metadata import EntryPoint
 
 import pytest
+import torch
 
 from gdpo_trl.core import plugins
 from gdpo_trl.data import sources
@@ -61,3 +62,36 @@ def test_train_reads_a_local_dataset_folder(tmp_path, monkeypatch):
     train_main(["--config", str(config), "--output_dir", str(tmp_path / "out")])
     state = (tmp_path / "out" / "trainer_state.json").read_text()
     assert '"global_step": 1' in state
+
+
+def nan_checkpoint(out, step):
+    from safetensors.torch import save_file
+
+    from tests.helpers.checkpoints import make_checkpoint
+
+    path = make_checkpoint(out, step)
+    save_file({"w": torch.full((64,), float("nan"))}, str(path / "model.safetensors"))
+    return path
+
+
+def test_a_nan_checkpoint_is_skipped_for_the_newest_complete_one(tmp_path):
+    """Before: resumed, then 75 lines ending in "probability tensor contains either inf, nan"."""
+    from gdpo_trl.run.checkpoints import newest_complete_checkpoint
+    from tests.helpers.checkpoints import make_checkpoint
+
+    good = make_checkpoint(tmp_path, 2)
+    nan_checkpoint(tmp_path, 4)
+    found, skipped = newest_complete_checkpoint(tmp_path)
+    assert found == good
+    assert skipped == [
+        (tmp_path / "checkpoint-4", ["model.safetensors holds non-finite weights: tensor 'w' has 64 NaN of 64 values"])
+    ]
+
+
+def test_resuming_a_nan_checkpoint_by_path_is_one_line(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    nan_checkpoint(out, 4)
+    words = ["resume_from_checkpoint", "checkpoint-4", "non-finite weights: tensor 'w' has 64 NaN"]
+    check_train_rejects(
+        tmp_path, capsys, monkeypatch, {}, ["--resume_from_checkpoint", "{out}/checkpoint-4"], None, words
+    )
