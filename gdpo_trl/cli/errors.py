@@ -4,7 +4,8 @@ A mistake in the user's input (a recipe field, a data file, a checkpoint folder:
 :class:`~gdpo_trl.core.errors.InputError`, or a file that is not there) is reported in one line that names the
 culprit and the fix, the way argparse reports a bad flag. A traceback would only bury that line under library
 frames. A reward function that raised (or called ``sys.exit``/``os._exit``) is the user's code: one line naming it
-and the exception, exit status 1. Anything else is a bug and keeps its full traceback.
+and the exception, exit status 1. Ctrl-C is one line and exit status 130 (:mod:`gdpo_trl.cli.interrupts`). Anything
+else is a bug and keeps its full traceback.
 
 Set ``GDPO_TRL_DEBUG=1``, or pass ``--debug`` without a value, to get the traceback of these errors too (the flag
 also sets the variable, so the processes a launch starts show theirs).
@@ -21,6 +22,8 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 
+from gdpo_trl.cli.interrupts import stopped_by_ctrl_c
+from gdpo_trl.cli.orphans import LAUNCHER_ENV
 from gdpo_trl.cli.run_records import record_error
 from gdpo_trl.core.errors import GDPOError, InputError
 
@@ -79,6 +82,10 @@ def cli_errors(prog: str) -> Callable:
                 if debug:
                     raise
                 report(f"{prog}: error: {one_line(error)}", EXIT_FAILURE, True)
+            except KeyboardInterrupt:
+                if debug or os.environ.get(LAUNCHER_ENV):  # a launched process: its launcher says the one line
+                    raise
+                stopped_by_ctrl_c(prog, argv)
             except Exception as error:  # a bug: its traceback, once for the run under gdpo train's launcher
                 if debug or not record_error(f"{prog}: error: {one_line(f'{type(error).__name__}: {error}')}",
                                              EXIT_FAILURE, error):  # fmt: skip
