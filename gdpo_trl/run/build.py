@@ -33,7 +33,7 @@ from gdpo_trl.run.checks import (
 )
 from gdpo_trl.run.data_checks import check_data
 from gdpo_trl.run.offline import check_model_available_offline
-from gdpo_trl.run.output_checks import disk_full_error, is_disk_full
+from gdpo_trl.run.output_checks import check_free_space, disk_full_error, is_disk_full
 from gdpo_trl.run.resume_settings import LENGTH, check_resume_settings, recipe_record
 from gdpo_trl.run.run_lock import hold_output_dir, releases_run_locks
 
@@ -81,6 +81,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         model_path = resolve_model(model_args.model_name_or_path or "")
         check_model_available_offline(model_path)
         train_dataset = load_source(script_args.dataset_name, **source_options(script_args))
+    check_free_space(training_args.output_dir, model_path)  # again, with the resolved model's real size
     tokenizer = AutoTokenizer.from_pretrained(
         model_path, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
     )

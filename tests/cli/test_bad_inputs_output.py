@@ -234,8 +234,16 @@ def test_read_only_folder_is_found_for_real():
 
 
 def test_disk_without_room_is_found_before_training(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(output_checks.shutil, "disk_usage", lambda path: SimpleNamespace(free=10_000_000))
-    check_train_rejects(tmp_path, capsys, monkeypatch, {}, [], None, ["10.0 MB free", "67.1 MB", "free some space"])
+    monkeypatch.setattr(output_checks.shutil, "disk_usage", lambda path: SimpleNamespace(free=500_000))
+    check_train_rejects(tmp_path, capsys, monkeypatch, {}, [], None, ["500.0 KB free", "1.0 MB", "free some space"])
+
+
+def test_disk_room_is_sized_to_the_resolved_model(tmp_path, capsys, monkeypatch):
+    """Issue 40: a fixed 64 MiB refused a run (and its resume) that needed about 12 MB. A builtin: model's size is
+    known once it is resolved (builtin:warmstart: 624 kB of weights, so 1.2 MB at least), before it is loaded."""
+    monkeypatch.setattr(output_checks.shutil, "disk_usage", lambda path: SimpleNamespace(free=1_100_000))
+    words = ["1.1 MB free", "less than the 1.2 MB", "2 x the model's 623.9 KB of weights"]
+    check_train_rejects(tmp_path, capsys, monkeypatch, {"model_name_or_path": "builtin:warmstart"}, [], None, words)
 
 
 def test_disk_room_is_measured_against_the_models_size(tmp_path, monkeypatch):
