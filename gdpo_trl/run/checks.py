@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError, no_chat_template
+from gdpo_trl.run.local_paths import missing_folder_line
 from gdpo_trl.run.output_checks import check_output_dir
 from gdpo_trl.storage.weight_files import model_folder_problem, nonfinite_weights, scannable
 
@@ -79,8 +80,8 @@ def check_model_source(name: str | None) -> None:
     unconverted = folder.is_dir() and not (folder / "config.json").exists() and any(folder.glob("*.gguf"))
     if folder.suffix.lower() == ".gguf" or unconverted:
         return  # a GGUF checkpoint: checked and converted by its entry point (gdpo_trl.models.gguf) when resolved
-    if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().is_dir():
-        raise InputError(f"model_name_or_path {name!r} is not a folder: give a saved model's folder or a Hub id.")
+    if line := missing_folder_line(name):  # looks local (./, outputs/, a/b/c) and is not there: before any Hub lookup
+        raise InputError(line)
     folder = Path(name).expanduser()
     model_files = ("config.json", "adapter_config.json", "model.safetensors", "model.safetensors.index.json")
     if folder.is_dir() and not any((folder / f).is_file() for f in model_files):

@@ -95,3 +95,19 @@ def test_resuming_a_nan_checkpoint_by_path_is_one_line(tmp_path, capsys, monkeyp
     check_train_rejects(
         tmp_path, capsys, monkeypatch, {}, ["--resume_from_checkpoint", "{out}/checkpoint-4"], None, words
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ("outputs/cpu-gpdo", ["'outputs/cpu-gpdo' is not a folder", "did you mean 'outputs/cpu-gdpo'?"]),
+        ("./outputs/cpu-gpdo/checkpoint-2", ["outputs/ has no 'cpu-gpdo'", "did you mean 'outputs/cpu-gdpo'?"]),
+        ("outputs/nothing-like-it", ["outputs/ has no 'nothing-like-it'", "it holds cpu-gdpo."]),
+    ],
+    ids=["existing_parent", "dot_slash", "no_close_name"],
+)
+def test_a_mistyped_local_model_path_is_a_missing_folder(tmp_path, capsys, monkeypatch, given, words):
+    """Before: read as a Hub id; 23 s later the line suggested `hf download outputs/cpu-gpdo`."""
+    (tmp_path / "outputs" / "cpu-gdpo").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    check_train_rejects(tmp_path, capsys, monkeypatch, {"model_name_or_path": given}, [], None, words)
