@@ -36,13 +36,16 @@ class StepTimer(TrainerCallback):
         self.times.append(time.perf_counter() - self._start)
 
 
-def run(trainer_cls, config_cls, model, dataset, steps, output_dir):
-    config = config_cls(
+def cpu_config(config_cls, output_dir, *, batch: int, generations: int, tokens: int, steps: int, **extra):
+    """The benchmarks' run settings: TRL's native GDPO aggregation (so GRPOTrainer computes the same advantages),
+    on the CPU in full precision, seeded, logging every step and saving nothing; ``extra`` adds or overrides fields.
+    Shared with scripts/benchmark_real_step_time.py."""
+    return config_cls(
         output_dir=output_dir,
         multi_objective_aggregation="normalize_then_sum",
-        per_device_train_batch_size=16,
-        num_generations=8,
-        max_completion_length=48,
+        per_device_train_batch_size=batch,
+        num_generations=generations,
+        max_completion_length=tokens,
         max_steps=steps,
         report_to="none",
         save_strategy="no",
@@ -51,7 +54,12 @@ def run(trainer_cls, config_cls, model, dataset, steps, output_dir):
         use_cpu=True,
         disable_tqdm=True,
         seed=0,
+        **extra,
     )
+
+
+def run(trainer_cls, config_cls, model, dataset, steps, output_dir):
+    config = cpu_config(config_cls, output_dir, batch=16, generations=8, tokens=48, steps=steps)
     timer = StepTimer()
     trainer = trainer_cls(
         model,

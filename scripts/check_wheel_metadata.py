@@ -9,6 +9,7 @@ script, and the data the commands reach by name (every recipe, every accelerate 
 
 from __future__ import annotations
 
+import argparse
 import sys
 import zipfile
 from email.parser import Parser
@@ -59,7 +60,9 @@ def problems(wheel: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    wheel = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("wheel", type=Path, help="the .whl file to check")
+    wheel = parser.parse_args().wheel
     found = problems(wheel)
     for problem in found:
         print(f"{wheel.name}: {problem}", file=sys.stderr)

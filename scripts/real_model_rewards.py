@@ -14,19 +14,17 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from gdpo_trl.rewards.gsm8k import (  # noqa: E402
+from gdpo_trl.rewards.gsm8k import (
     correctness_reward,
     extract_answer,
     format_reward,
     integer_reward,
     reference_answer,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RESULTS = ROOT / "docs" / "results" / "real_model"
 REWARDS = {"format": format_reward, "correctness": correctness_reward, "integer": integer_reward}

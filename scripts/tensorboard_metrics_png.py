@@ -11,7 +11,7 @@ tag found, so the names in the docs can be checked against a real run.
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 
@@ -52,4 +52,8 @@ def main(run_dir: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", help="the run's output_dir (trained with --report_to tensorboard)")
+    parser.add_argument("out", help="the PNG to write")
+    args = parser.parse_args()
+    main(args.run_dir, args.out)

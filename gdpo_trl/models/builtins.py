@@ -102,19 +102,26 @@ def _run_isolated(args: list[str], what: str, *, show_output: bool = False) -> N
         raise RuntimeError(f"Building {what} failed ({' '.join(command)}):\n{output}")
 
 
-def _build_tiny(path: Path, architecture: str, seed: int) -> None:
-    """Build a random tiny model, in a child process when torch.distributed is running.
+def build_here_or_apart(build, *args, what: str) -> None:
+    """``build(*args)`` in this process, or, when torch.distributed is running, in a child process (``what`` names
+    the build in its error).
 
     Why: under torch.distributed, transformers' ``save_pretrained`` writes weights on rank 0 only, so a rank that
-    wins the build race would leave a folder without a model.
+    wins the build race would leave a folder without a model. ``build`` is a module-level function; its arguments
+    reach the child pickled.
     """
     import torch.distributed as dist
 
-    if dist.is_available() and dist.is_initialized():
-        code = f"from gdpo_trl.models.tiny import save_tiny_model; save_tiny_model({str(path)!r}, {architecture!r}, {seed})"
-        _run_isolated(["-c", code], f"builtin:{architecture}")
-    else:
-        save_tiny_model(path, architecture, seed)
+    if not (dist.is_available() and dist.is_initialized()):
+        build(*args)
+        return
+    import pickle
+
+    code = (
+        f"import pickle, sys; from {build.__module__} import {build.__qualname__} as build; "
+        "build(*pickle.loads(bytes.fromhex(sys.argv[1])))"
+    )
+    _run_isolated(["-c", code, pickle.dumps(args).hex()], what)
 
 
 def build_builtin(name: str, seed: int = 0) -> str:
@@ -128,4 +135,5 @@ def build_builtin(name: str, seed: int = 0) -> str:
     if name not in ARCHITECTURES:
         raise ValueError(f"{name!r} is not a random built-in model: {sorted(ARCHITECTURES)}")
     target = cache_dir() / f"{name}-seed{seed}-{_build_id(ARCHITECTURES[name], seed)}"
-    return str(_cached_build(target, lambda tmp: _build_tiny(tmp, name, seed)))
+    label = f"builtin:{name}"
+    return str(_cached_build(target, lambda tmp: build_here_or_apart(save_tiny_model, tmp, name, seed, what=label)))

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.models.builtins import _cached_build, _run_isolated, cache_dir
+from gdpo_trl.models.builtins import _cached_build, build_here_or_apart, cache_dir
 from gdpo_trl.storage.model_source import SOURCE_RECORD
 
 SUFFIX = ".gguf"
@@ -119,17 +119,6 @@ def convert_gguf(path: Path, target: Path) -> None:
     (target / SOURCE_RECORD).write_text(json.dumps({"gguf_file": path.name}, indent=2) + "\n")
 
 
-def _convert_isolated(path: Path, target: Path) -> None:
-    """Convert in this process, or in a child one under torch.distributed (where only rank 0 would write weights)."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        code = f"from pathlib import Path; from gdpo_trl.models.gguf import convert_gguf; convert_gguf(Path({str(path)!r}), Path({str(target)!r}))"
-        _run_isolated(["-c", code], path.name)
-    else:
-        convert_gguf(path, target)
-
-
 def converted_gguf(path: Path, name: str | None = None) -> Path:
     """The cached safetensors folder converted from GGUF file ``path`` (converted now when missing, with a progress
     line); ``name`` prefixes the cache folder (default: the file's name)."""
@@ -146,7 +135,7 @@ def converted_gguf(path: Path, name: str | None = None) -> Path:
             flush=True,
         )
         start = time.monotonic()
-        _convert_isolated(path, tmp)
+        build_here_or_apart(convert_gguf, path, tmp, what=path.name)  # apart under torch.distributed
         print(f"Converted {path.name} in {time.monotonic() - start:.0f} s.", file=sys.stderr, flush=True)
 
     return _cached_build(target, build)

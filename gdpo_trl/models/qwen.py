@@ -26,7 +26,7 @@ import os
 import shutil
 from pathlib import Path
 
-from gdpo_trl.models.builtins import _build_lock, _cached_build, _run_isolated, cache_dir
+from gdpo_trl.models.builtins import _build_lock, _cached_build, build_here_or_apart, cache_dir
 
 PREFIX = "qwen2.5-"  # builtin:qwen2.5-<size>[@seed]
 # Qwen's pre-tokenization pattern (a fact about its tokenizer): note \p{N} alone, so every digit is its own token.
@@ -253,17 +253,6 @@ def save_with_tokenizer(model, path: str | os.PathLike) -> Path:
     return path
 
 
-def _build(path: Path, size: str, seed: int) -> None:
-    """Under torch.distributed, build in a child process: ``save_pretrained`` writes weights on rank 0 only."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        code = f"from gdpo_trl.models.qwen import save_qwen_model; save_qwen_model({str(path)!r}, {size!r}, {seed})"
-        _run_isolated(["-c", code], f"builtin:{PREFIX}{size}")
-    else:
-        save_qwen_model(path, size, seed)
-
-
 def build_builtin_qwen(name: str, seed: int = 0) -> str:
     """The entry point behind ``builtin:qwen2.5-<size>[@seed]`` (see :mod:`gdpo_trl.core.plugins`): the path of the
     cached model folder, built on first use."""
@@ -274,4 +263,5 @@ def build_builtin_qwen(name: str, seed: int = 0) -> str:
         )
     key = hashlib.sha1(json.dumps([_tokenizer_key(), _COMMON, SIZES[size], DTYPES[size], seed]).encode())
     target = cache_dir() / f"{PREFIX}{size}-seed{seed}-{key.hexdigest()[:10]}"
-    return str(_cached_build(target, lambda tmp: _build(tmp, size, seed)))
+    label = f"builtin:{name}"
+    return str(_cached_build(target, lambda tmp: build_here_or_apart(save_qwen_model, tmp, size, seed, what=label)))

@@ -3,12 +3,9 @@ a measured or cited marker covers only the figures it names or the lock lists, a
 
 from __future__ import annotations
 
-import importlib.util
-
 from tests.helpers import figure_lock
 from tests.helpers.doc_figures import code_numbers, figures_in
 from tests.helpers.figure_checks import UNBACKED, kind, stale_names
-from tests.helpers.studies import ROOT
 
 PAGE = "docs/made_up.md"  # no SOURCES entry matches its section
 
@@ -49,9 +46,7 @@ def test_the_lock_sees_a_one_digit_edit_and_its_update_round_trips(tmp_path):
 
 
 def test_the_sweep_raises_one_digit():
-    spec = importlib.util.spec_from_file_location("figure_sweep", ROOT / "scripts" / "figure_sweep.py")
-    sweep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sweep)
+    from tests.helpers import figure_sweep as sweep
     assert sweep.bump("a 0.889 b", 2) == "a 0.880 b"
     assert sweep.bump("took 1,265 tests", 5) == "took 1,266 tests"
     assert sweep.bump("p 1.3e-04", 2) == "p 1.3e-05"

@@ -49,7 +49,7 @@ reviewed change to the docs, regenerate the lock and review its diff with the ch
 
     python -m tests.helpers.figure_lock --update
 
-It refuses (exit 1, ``UNBACKED`` in the lock) any figure nothing backs. ``python scripts/figure_sweep.py`` edits
+It refuses (exit 1, ``UNBACKED`` in the lock) any figure nothing backs. ``python -m tests.helpers.figure_sweep`` edits
 every figure's last digit in turn and counts those these checks miss.
 
 Limits: the lock pins what a figure says, not that it is right: a measured figure is only as good as its marker,

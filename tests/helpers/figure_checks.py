@@ -1,5 +1,5 @@
 """What backs each figure of README.md and docs/**.md: the rule tests/docs/test_figures.py states, applied to a file's
-text in-process, so that scripts/figure_sweep.py can apply it to thousands of edited copies."""
+text in-process, so that tests/helpers/figure_sweep.py can apply it to thousands of edited copies."""
 
 from __future__ import annotations
 

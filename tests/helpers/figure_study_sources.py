@@ -5,12 +5,11 @@ training-time table's rows, and tables as an earlier commit holds them."""
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 import subprocess
 
 from tests.helpers.figure_sources import regenerated
-from tests.helpers.studies import LOGGED, LOGS, ROOT, seed_study
+from tests.helpers.studies import LOGGED, LOGS, RESULTS, ROOT, seed_study
 
 
 def first_steps(task: str):
@@ -59,25 +58,23 @@ def lengths(task: str):
 
 @functools.cache
 def study_summary(tmp):
-    """scripts/study_summary.py's table (every comparison of the studies with Welch p, Holm p and bootstrap CI) and
-    the number of its comparisons."""
-    spec = importlib.util.spec_from_file_location("study_summary", ROOT / "scripts" / "study_summary.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.table() + f"\n{len(module.comparisons())}"
+    """``python -m gdpo_trl.results.study_summary``'s table (every comparison of the studies with Welch p, Holm p and
+    bootstrap CI) and the number of its comparisons."""
+    from gdpo_trl.results import study_summary as summary
+
+    return summary.table(RESULTS) + f"\n{len(summary.comparisons(RESULTS))}"
 
 
 def study_summary_rows(tmp):
-    """The lines of scripts/study_summary.py's table: the docs' copy must hold each row whole."""
+    """The lines of the study summary's table: the docs' copy must hold each row whole."""
     return study_summary(tmp).splitlines()
 
 
 def runtime_rows(tmp):
     """docs/results/README.md's training-time table, row by row: each logged study's runs and steps (its logged
     command's ``--steps``) and its training time (the ``all`` row of <task>.md's time table)."""
-    spec = importlib.util.spec_from_file_location("study_summary", ROOT / "scripts" / "study_summary.py")
-    summary = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(summary)
+    from gdpo_trl.results import study_summary as summary
+
     rows = []
     for hypothesis, task, _ in summary.STUDIES:
         if task not in LOGGED:

@@ -1,25 +1,41 @@
 """The seed studies of docs/results/README.md, as the tests read them: one list, not a glob, so that a study whose
 files are deleted fails a test instead of dropping out of a parametrization."""
 
-import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 LOGS = RESULTS / "logs"
-# Each study with the seed_study.py flags its tables were written with.
+# Each study with the seed_study flags its tables were written with.
 STUDIES = {
-    "toolcall": [], "gsm8k_style": [], "length": [], "scale6": ["--no-total"], "process": ["--no-total"], "agent": [],
-    "agent_midrange": [], "agent_scale6": ["--no-total"],
-    "gd2po_toolcall": ["--method", "gd2po", "--holm"], "gd2po_gsm8k_style": ["--method", "gd2po", "--holm"],
+    "toolcall": [],
+    "gsm8k_style": [],
+    "length": [],
+    "scale6": ["--no-total"],
+    "process": ["--no-total"],
+    "agent": [],
+    "agent_midrange": [],
+    "agent_scale6": ["--no-total"],
+    "gd2po_toolcall": ["--method", "gd2po", "--holm"],
+    "gd2po_gsm8k_style": ["--method", "gd2po", "--holm"],
 }
 PILOTS = {"pilot_toolcall": ["--pilot"], "pilot_gsm8k_style": ["--pilot"]}  # part 1's one look, one seed per method
 # The studies whose raw logs (each run's log_history and the command) are committed as docs/results/logs/<task>.json.gz
 # and recompute every table. The others' tables are recomputed from their per-run rows (<task>.json) only: their
 # re-run had not finished when the logs were collected (see docs/results/README.md, part 2).
 LOGGED = [
-    "gsm8k_style", "toolcall", "length", "scale6", "process", "agent", "agent_midrange", "agent_scale6",
-    "pilot_toolcall", "pilot_gsm8k_style", "gd2po_toolcall", "gd2po_gsm8k_style",
+    "gsm8k_style",
+    "toolcall",
+    "length",
+    "scale6",
+    "process",
+    "agent",
+    "agent_midrange",
+    "agent_scale6",
+    "pilot_toolcall",
+    "pilot_gsm8k_style",
+    "gd2po_toolcall",
+    "gd2po_gsm8k_style",
 ]
 # Seeds per method where a study has fewer than its pre-registered 10. None now: H7 stopped at its pre-registered time
 # with 6 and its other 4 seeds ran afterwards with the same commands (docs/results/README.md, H7).
@@ -30,8 +46,7 @@ OTHER_LOGS = ["compare"]  # README's gdpo compare table
 
 
 def seed_study():
-    """scripts/seed_study.py as a module."""
-    spec = importlib.util.spec_from_file_location("seed_study", ROOT / "scripts" / "seed_study.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The seed-study command's module (``python -m gdpo_trl.results.seed_study``)."""
+    from gdpo_trl.results import seed_study
+
+    return seed_study

@@ -1,6 +1,5 @@
 """The seed study's statistics on hand values, and the export: rows from run logs, the JSON round trip, the tables."""
 
-import importlib.util
 import json
 import math
 import re
@@ -144,10 +143,8 @@ def _method_rows(method: str, finals: list[float]) -> list[dict]:
     return [{"task": "t", "method": method, "seed": s, "reward": "f", "final": v} for s, v in enumerate(finals)]
 
 
-def test_seed_study_script(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("seed_study", ROOT / "scripts" / "seed_study.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+def test_seed_study_command(tmp_path, capsys):
+    script = seed_study()  # python -m gdpo_trl.results.seed_study
     out = tmp_path / "compare"
     for method, shift in (("gdpo", 0.5), ("grpo", 0.0)):
         for seed in range(3):
@@ -165,7 +162,9 @@ def test_seed_study_script(tmp_path, capsys):
                 }
                 for s in range(1, 13)
             ]
-            (run / "trainer_state.json").write_text(json.dumps({"log_history": [*log, {"step": 12, "train_loss": 1, "train_runtime": 6.0 + 2 * seed}]}))
+            (run / "trainer_state.json").write_text(
+                json.dumps({"log_history": [*log, {"step": 12, "train_loss": 1, "train_runtime": 6.0 + 2 * seed}]})
+            )
     docs = tmp_path / "docs"
     script.main(["--task", "toy", "--out-dir", str(out), "--docs-dir", str(docs), "--resamples", "500"])
     rows = rs.read_rows(docs / "toy.json")

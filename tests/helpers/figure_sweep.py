@@ -3,8 +3,8 @@ and count the edits tests/docs/test_figures.py's checks catch: the recomputation
 named by its marker, or a generated table no longer equal to its regeneration) and the lock
 (tests/docs/figures.lock). Also each per-run ``final`` of docs/results/<task>.json against its raw logs.
 
-    python scripts/figure_sweep.py            # every file
-    python scripts/figure_sweep.py README.md  # some files
+    python -m tests.helpers.figure_sweep            # every file
+    python -m tests.helpers.figure_sweep README.md  # some files
 
 Runs the checks in-process on each edited text (sources computed once), not pytest per edit. Prints per file the
 figures edited, those caught by the checks, those caught by the lock alone, and those neither catches (listed);
@@ -18,16 +18,12 @@ import json
 import re
 import sys
 import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.helpers import figure_lock  # noqa: E402
-from tests.helpers.doc_figures import figures_in  # noqa: E402
-from tests.helpers.figure_checks import UNBACKED, doc_files, file_kinds  # noqa: E402
-from tests.helpers.figure_sources import regenerated_rows  # noqa: E402
-from tests.helpers.studies import LOGGED, RESULTS, STUDIES  # noqa: E402
+from tests.helpers import figure_lock
+from tests.helpers.doc_figures import figures_in
+from tests.helpers.figure_checks import UNBACKED, doc_files, file_kinds
+from tests.helpers.figure_sources import regenerated_rows
+from tests.helpers.studies import LOGGED, RESULTS, ROOT, STUDIES
 
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
 

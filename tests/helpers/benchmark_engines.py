@@ -2,10 +2,10 @@
 
 Usage (from the repository root; ~8 minutes on an idle 2-core machine)::
 
-    python -m scripts.benchmark_engines                       # DDP, ZeRO-2, ZeRO-3, FSDP2 on 2 processes
-    .venv-vllm/bin/python -m scripts.benchmark_engines --vllm # the same plus vLLM colocate (make test-vllm's venv)
+    python -m tests.helpers.benchmark_engines                       # DDP, ZeRO-2, ZeRO-3, FSDP2 on 2 processes
+    .venv-vllm/bin/python -m tests.helpers.benchmark_engines --vllm # the same plus vLLM colocate (make test-vllm's venv)
 
-Every engine runs the same thing the engine tests run (tests/engines_launch.py: the CPU recipe with the tiny model,
+Every engine runs the same thing the engine tests run (tests/helpers/engines_launch.py: the CPU recipe with the tiny model,
 toy rewards, 2 processes, `accelerate launch` with the project's config), for `--steps` steps. The step time is the
 median of TRL's logged `step_time` after the first step (which includes warm-up); the launch time is the whole
 `accelerate launch` wall time, which is what a test of that engine adds. The machine load is printed with the table:
@@ -23,22 +23,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.engines_launch import engine_env, launch
+from tests.helpers.engines_launch import engine_env, launch
 
-ENGINES = {  # name: (accelerate config, extra environment, extra gdpo train flags)
-    "DDP": ("ddp.yaml", {}, ()),
-    "ZeRO-2": ("zero2.yaml", {}, ()),
-    "ZeRO-3": ("zero3.yaml", {}, ()),
-    "FSDP2": ("fsdp2.yaml", {"GDPO_ENGINES_FORCE_FSDP": "1"}, ()),
+ENGINES = {  # name: (accelerate config, extra environment, launch()'s keywords: the engine tests' recipe by default)
+    "DDP": ("ddp.yaml", {}, {}),
+    "ZeRO-2": ("zero2.yaml", {}, {}),
+    "ZeRO-3": ("zero3.yaml", {}, {}),
+    "FSDP2": ("fsdp2.yaml", {"GDPO_ENGINES_FORCE_FSDP": "1"}, {}),
 }
 
 
 def vllm_engine(model_dir: Path, cache: Path) -> tuple:
-    """vLLM colocate as its tests run it: the vLLM-shaped tiny model, TRL's sync replaced for CPU."""
-    from tests.vllm_runs import VLLM_COLOCATE_FLAGS, vllm_env
+    """vLLM colocate as its tests run it: its recipe on the vLLM-shaped tiny model, TRL's sync replaced for CPU."""
+    from tests.helpers.vllm_runs import COLOCATE_RECIPE, vllm_env
 
-    flags = ("--model_name_or_path", str(model_dir), *VLLM_COLOCATE_FLAGS)
-    return ("ddp.yaml", vllm_env({}, cache, sync="cpu"), flags)
+    keywords = {"recipe": COLOCATE_RECIPE, "recipe_flags": ("--model_name_or_path", str(model_dir))}
+    return ("ddp.yaml", vllm_env({}, cache, sync="cpu"), keywords)
 
 
 def median_step_time(output_dir: Path) -> float:
@@ -67,10 +67,10 @@ def main() -> None:
         # One warm-up launch builds the tiny model and DeepSpeed's op, so no engine below pays for them.
         launch("zero2.yaml", workdir / "warmup", env, extra_flags=("--max_steps", "1"))
         rows = []
-        for name, (config, extra_env, flags) in engines.items():
+        for name, (config, extra_env, keywords) in engines.items():
             output_dir = workdir / name.replace(" ", "_")
             start = time.perf_counter()
-            launch(config, output_dir, {**env, **extra_env}, extra_flags=(*flags, "--max_steps", str(args.steps)))
+            launch(config, output_dir, {**env, **extra_env}, extra_flags=("--max_steps", str(args.steps)), **keywords)
             rows.append((name, median_step_time(output_dir), time.perf_counter() - start))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -3,22 +3,21 @@
 One row per study, baseline and reward of the pre-registered rule (``total`` left out): GDPO's mean minus the
 baseline's, Welch's two-sided p, the Holm-adjusted p over every row of the table, the 95% bootstrap CI and the
 verdict the pre-registered rule draws from it (the CI alone). Read from the committed per-run rows
-(``docs/results/<task>.json``) with the statistics of ``gdpo_trl/results/stats.py``; the table of
-docs/results/README.md ("Summary") is this script's output, which tests/docs/test_figures.py checks row by row.
+(``docs/results/<task>.json``) with the statistics of :mod:`gdpo_trl.results.stats`; the table of
+docs/results/README.md ("Summary") is this command's output, which tests/docs/test_figures.py checks row by row.
 
-    python scripts/study_summary.py
+    python -m gdpo_trl.results.study_summary [--results docs/results]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from gdpo_trl.results import stats
 
-from gdpo_trl.results import stats  # noqa: E402
+RESULTS = Path("docs") / "results"  # the per-run rows, from the repository's root
 
 # (hypothesis, task, baselines), in the order of docs/results/README.md.
 STUDIES = [
@@ -34,7 +33,7 @@ STUDIES = [
 LABELS = {"grpo": "GRPO", "grpo_no_std": "GRPO w/o std", "gdpo_outcome_only": "GDPO outcome only"}
 
 
-def comparisons(results: Path = ROOT / "docs" / "results") -> list[tuple[str, stats.Comparison]]:
+def comparisons(results: Path = RESULTS) -> list[tuple[str, stats.Comparison]]:
     found = []
     for hypothesis, task, baselines in STUDIES:
         rows = json.loads((results / f"{task}.json").read_text(encoding="utf-8"))
@@ -45,7 +44,7 @@ def comparisons(results: Path = ROOT / "docs" / "results") -> list[tuple[str, st
     return found
 
 
-def table(results: Path = ROOT / "docs" / "results") -> str:
+def table(results: Path = RESULTS) -> str:
     found = comparisons(results)
     adjusted = stats.holm_adjusted([c.welch.p for _, c in found])
     lines = [
@@ -61,8 +60,12 @@ def table(results: Path = ROOT / "docs" / "results") -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    print(table())
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--results", type=Path, default=RESULTS, help="the folder of <task>.json (default: %(default)s)"
+    )
+    print(table(parser.parse_args(argv).results))
 
 
 if __name__ == "__main__":
