@@ -16,7 +16,7 @@ Everything is vectorized over rewards and groups: the functions are a handful of
 Token-level (process reward) versions at the end take ``rewards`` ``[N, K, T]`` and return ``[N, T]``; see
 :func:`gdpo_token_advantages`.
 These semantics equal TRL 1.16's ``multi_objective_aggregation`` branches ``"normalize_then_sum"`` (GDPO) and
-``"sum_then_normalize"`` (GRPO); ``tests/test_advantages.py`` checks that against TRL's own code path.
+``"sum_then_normalize"`` (GRPO); ``tests/core/test_advantages.py`` checks that against TRL's own code path.
 """
 
 from __future__ import annotations

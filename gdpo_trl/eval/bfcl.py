@@ -5,7 +5,7 @@ Each BFCL entry (functions + a user request) is rendered exactly like a training
 ``<tool_call>`` block is parsed as in training (:func:`gdpo_trl.rewards.toolcall.parse_tool_calls`), and the calls
 are judged by ``bfcl_eval``'s ``ast_checker`` against BFCL's possible answers. Nothing of the checker is
 re-implemented here. :mod:`gdpo_trl.eval.bfcl_render` writes right answers from the possible answers (every entry of
-the four categories has one the checker accepts; ``tests/test_eval_bfcl_all.py``).
+the four categories has one the checker accepts; ``tests/eval/test_eval_bfcl_all.py``).
 
 Reported per category: ``accuracy`` (share of entries the checker accepts) and ``format_rate`` (share of completions
 in the exact training layout for a tool-call answer, :func:`gdpo_trl.rewards.toolcall.tool_format`). A completion

@@ -3,7 +3,7 @@
 ``gdpo train`` needs the names, types, choices and defaults of its three dataclasses (and of accelerate's options) to
 answer a misspelt flag, a value of the wrong type or a batch that does not divide, but the dataclasses live in TRL,
 whose import takes seconds. So the parser's own view of them is written once to ``fields.json`` beside this file,
-and :func:`load_table` reads that in milliseconds. ``tests/cli/test_first_checks.py`` rebuilds the table from the
+and :func:`load_table` reads that in milliseconds. ``tests/recipe/test_first_checks.py`` rebuilds the table from the
 live classes and fails when the two differ; after changing a field, write it again with::
 
     python -m gdpo_trl.recipe.field_table

@@ -148,7 +148,7 @@ def test_a_gpu_recipe_fits_this_machine_with_a_warning_each(caplog):
 
 def test_train_help_all_reads_like_trl(capsys):
     """--help-all: usage, what the command is, --config, the accelerate options, --debug and two examples, then every
-    field by group (the short --help: tests/cli/test_first_checks.py)."""
+    field by group (the short --help: tests/recipe/test_first_checks.py)."""
     assert gdpo(["train", "--help-all"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "usage: gdpo train --config RECIPE [--FIELD VALUE ...] [ACCELERATE OPTIONS] [--debug]"

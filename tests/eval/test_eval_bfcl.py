@@ -77,7 +77,7 @@ def test_parallel_any_order_but_all_calls(entries):
 
 
 def _from_possible_answer(entry):
-    """A right answer built from BFCL's possible answers (tests/test_eval_bfcl_all.py covers every entry)."""
+    """A right answer built from BFCL's possible answers (tests/eval/test_eval_bfcl_all.py covers every entry)."""
     return answer_completion(entry)
 
 

@@ -1,4 +1,4 @@
-"""Run by tests/test_resume.py: ``gdpo train`` in this process, SIGKILLed at a chosen point when asked.
+"""Run by tests/run/test_resume.py: ``gdpo train`` in this process, SIGKILLed at a chosen point when asked.
 
 ``GDPO_TEST_KILL`` is ``<point>:<step>`` or empty (no kill):
 

@@ -1,4 +1,4 @@
-"""`gdpo train` with a recorder: run by tests/test_multinode.py in place of ``-m gdpo_trl.cli.train`` (directly
+"""`gdpo train` with a recorder: run by tests/multinode/test_multinode.py in place of ``-m gdpo_trl.cli.train`` (directly
 under ``accelerate launch``, or through ``scripts/slurm_train.sh``'s ``TRAIN_MODULE``).
 
 It trains exactly as the CLI does, and records per generation batch the gathered reward matrix ``[N_global, K]``,

@@ -1,4 +1,4 @@
-"""A real Slurm cluster on this host for tests/test_multinode.py: munged, one slurmctld and two slurmd ("n1", "n2",
+"""A real Slurm cluster on this host for tests/multinode/test_multinode.py: munged, one slurmctld and two slurmd ("n1", "n2",
 both 127.0.0.1 on their own ports), configuration, keys and state in temporary folders, every daemon started here
 in the foreground and stopped by its PID. Needs root and Debian's slurm-wlm and munge
 (scripts/setup_slurm_test.sh installs them)."""

@@ -1,4 +1,4 @@
-"""Run by tests/test_process_rewards.py under torchrun with 2 CPU processes: trains 2 GDPO steps with a process
+"""Run by tests/trainer/test_process_rewards.py under torchrun with 2 CPU processes: trains 2 GDPO steps with a process
 reward, completions cut to rank-dependent lengths, and dumps per rank its completion ids and texts, the gathered
 outcome rewards and the token advantages it trained on."""
 

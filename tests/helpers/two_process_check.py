@@ -1,4 +1,4 @@
-"""Run by tests/test_trainer.py under torchrun with 2 CPU processes: trains 2 GDPO steps and dumps, per rank, the
+"""Run by tests/trainer/test_trainer.py under torchrun with 2 CPU processes: trains 2 GDPO steps and dumps, per rank, the
 gathered rewards, TRL's native advantages and the advantages GDPOTrainer trained on."""
 
 import json

@@ -11,7 +11,7 @@ import ast
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "gdpo_trl"
+PACKAGE = Path(__file__).resolve().parents[1] / "gdpo_trl"
 LAYOUT = PACKAGE.parent / "docs" / "layout.md"
 # Lowest first: what each layer is for is in docs/layout.md ("Layers"), which test_layout_names_every_module checks.
 LAYERS = [
@@ -135,3 +135,10 @@ def test_layout_names_every_module():
         if path.name != "__init__.py" and not re.search(rf"\b{re.escape(path.name)}\b", sections[path.parent.name])
     ]
     assert not missing, f"docs/layout.md does not name these modules under their layer: {missing}"
+
+
+def test_each_layer_has_its_tests_folder():
+    """The tests mirror the package: a layer's tests are in tests/<layer>/."""
+    tests = Path(__file__).resolve().parent
+    missing = [name for name in LAYERS if not list((tests / name).glob("test_*.py"))]
+    assert not missing, f"no tests/<layer>/test_*.py for the layers {missing}"

@@ -88,13 +88,27 @@ def test_gdpo_train_rejects_data(tmp_path, capsys, monkeypatch, overrides, words
 
 
 def test_rewards_that_fit_pass():
-    tool, gsm8k = get_reward_funcs(["tool_format", "tool_correctness"]), get_reward_funcs(["correctness", "format"])
+    """The rows each built-in reward is for pass, including the forms that look odd (ToolRL's chat-only golds, tools
+    listed as name(args)), and the check is not passing them blind: the same rows under the other task's rewards
+    are refused, and a reward outside the registry is not judged."""
     from gdpo_trl.data.sources import load_source
 
-    check_rewards_fit_rows(load_source("toolrl_sample"), tool)  # chat-only golds (<response>) are fine
-    check_rewards_fit_rows(load_source("toolcall", size=300), tool)  # its prompts list tools as name(args)
-    check_rewards_fit_rows(load_source("sample"), gsm8k)
-    check_rewards_fit_rows(load_source("sample"), [lambda completions, **kwargs: [0.0] * len(completions)])
+    tool, gsm8k = get_reward_funcs(["tool_format", "tool_correctness"]), get_reward_funcs(["correctness", "format"])
+    toolrl, toolcall, sample = load_source("toolrl_sample"), load_source("toolcall", size=300), load_source("sample")
+    assert any("<tool_call>" not in a and "<response>" in a for a in toolrl["answer"])  # chat-only golds are there
+    assert all(listed_tools(prompt) for prompt in toolcall["prompt"])  # every prompt lists its tools as name(args)
+    for rows, rewards in ((toolrl, tool), (toolcall, tool), (sample, gsm8k)):
+        assert check_rewards_fit_rows(rows, rewards) is None
+    with pytest.raises(
+        InputError, match="reward 'correctness' scores GSM8K-style rows .* but row 0 is a tool-calling"
+    ):
+        check_rewards_fit_rows(toolrl, gsm8k)
+    with pytest.raises(
+        InputError,
+        match="reward 'tool_format' needs tool-calling rows .* but row 0's answer is '12', a GSM8K-style row",
+    ):
+        check_rewards_fit_rows(sample, tool)
+    assert check_rewards_fit_rows(sample, [lambda completions, **kwargs: [0.0] * len(completions)]) is None
 
 
 def test_reward_needing_a_missing_column_is_named():
