@@ -2,6 +2,9 @@
 (the format warm start of docs/real_model.md): one LoRA step on the shipped GSM8K sample, then the step's reward means.
 
     python scripts/real_model_notebook.py
+
+The command docs/real_model.md ran. To work in Jupyter, open examples/notebooks/real_model_in_a_notebook.ipynb
+instead: the same model and data from the GGUF file, a few LoRA steps, the answers before and after in a table.
 """
 
 from peft import LoraConfig
