@@ -128,7 +128,7 @@ def comparison_table(
     shorter run; mean ± std over seeds), the start value (step 1: before any update, so the same for every method of
     a seed), steps to reach start + ``gain`` (smoothed over ``window`` steps; seeds that never reach it are counted
     as such), and the area under the curve per step (the mean level over training). Methods whose runs logged the
-    same values at every step get a note under the table (:func:`identical_note`)."""
+    same rewards at every step get a note under the table (:func:`identical_note`)."""
     steps = min((len(c.steps) for c in curves), default=0)
     lines = [
         f"| method | reward | start | {final_label(tail, steps)} | steps to start+{gain:g} | mean level (AUC/steps) |",
@@ -157,7 +157,7 @@ def comparison_table(
 
 
 def identical_note(curves: list[MethodCurves]) -> str:
-    """A note naming the methods whose runs logged the same value of every metric at every step, or ``""``.
+    """A note naming the methods whose runs logged the same rewards (every compared metric) at every step, or ``""``.
 
     Not a bug: runs of one seed draw the same random numbers, so they sample the same completions until their
     updates have moved the model far enough to change a sampled token, and a few steps at a small learning rate
@@ -170,7 +170,7 @@ def identical_note(curves: list[MethodCurves]) -> str:
         return ""
     named = "; ".join(", ".join(names[:-1]) + " and " + names[-1] for names in same)
     return (
-        f"Note: {named} logged the same values at every step. Runs of one seed sample with the same random numbers, "
+        f"Note: {named} logged the same rewards at every step. Runs of one seed sample with the same random numbers, "
         "so they write the same completions until their updates have changed the model enough to change a sampled "
         "token; these runs were too short for that. Run more steps (the recipe's, without --steps) to compare them."
     )

@@ -42,10 +42,10 @@ def test_a_short_comparison_says_what_its_final_column_covers_and_why_its_method
     table = comparison_table(curves, ["format_reward"], gain=0.1, window=5, tail=5)
     assert table.splitlines()[0].startswith("| method | reward | start | final (all 3 steps) | steps to start+0.1 |")
     assert "| GDPO | format_reward | 0.500 | 0.533 | never (0/1) | 0.525 |" in table  # final: all three steps
-    assert "Note: GRPO, GRPO w/o std and GDPO logged the same values at every step." in table
+    assert "Note: GRPO, GRPO w/o std and GDPO logged the same rewards at every step." in table
     curves[2] = MethodCurves("gdpo", [1, 2, 3], {**same, "reward": [[1.5, 1.4, 1.7]]})  # GDPO parts from them
     table = comparison_table(curves, ["format_reward"], gain=0.1, window=5, tail=5)
-    assert "Note: GRPO and GRPO w/o std logged the same values" in table and "GDPO logged" not in table
+    assert "Note: GRPO and GRPO w/o std logged the same rewards" in table and "GDPO logged" not in table
     long = [
         MethodCurves(m, list(range(1, 41)), {"reward": [[i / 40 + k for i in range(40)]]}) for k, m in enumerate("ab")
     ]
