@@ -69,7 +69,7 @@ def bound_completions_logging(args, argv: list[str] = (), on_cpu: bool | None = 
         return
     asked = any(item.split("=", 1)[0] == "--num_completions_to_print" for item in argv)
     if on_cpu is None:
-        from gdpo_trl.core.config import accelerator_available
+        from gdpo_trl.core.cpu_speed import accelerator_available
 
         on_cpu = bool(getattr(args, "use_cpu", False)) or not accelerator_available()
     if on_cpu and not asked:

@@ -18,21 +18,15 @@ from gdpo_trl.core.config_checks import (
     check_num_generations,
     check_ranges,
     check_timeout,
+    check_weight_schedule,
     is_number,
     launched_processes,
 )
+from gdpo_trl.core.cpu_speed import CPU_DTYPES, accelerator_available, cpu_dtype_choice
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.noise import quiet_known_warnings
 
 AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize", "gd2po")
-
-
-def accelerator_available() -> bool:
-    """Whether torch sees a GPU-like device (CUDA/ROCm, XPU or Apple MPS) that bf16 training can use."""
-    import torch
-
-    xpu = getattr(torch, "xpu", None)
-    return torch.cuda.is_available() or bool(xpu and xpu.is_available()) or torch.backends.mps.is_available()
 
 
 @dataclass
@@ -159,6 +153,16 @@ class GDPOConfig(GRPOConfig):
             "timeout as the tool's result). 0 or null: no limit."
         },
     )
+    cpu_dtype: str | None = field(
+        default=None,
+        metadata={
+            "help": "On a CPU, the dtype to train and generate in: 'auto' (bfloat16 where the CPU has native bf16, "
+            "AVX-512 BF16 or AMX, about twice as fast; float32 elsewhere), 'bfloat16' or 'float32'. It sets `bf16` "
+            "and the model's dtype, and the run logs which it chose and why. Default: unset (the `dtype` and `bf16` "
+            "fields decide, as in TRL). Ignored on a GPU.",
+            "choices": list(CPU_DTYPES),
+        },
+    )
     overwrite_output_dir: bool = field(
         default=False,
         metadata={
@@ -179,6 +183,11 @@ class GDPOConfig(GRPOConfig):
         self.reward_weights = as_weights(self.reward_weights, "reward_weights")
         self.reward_weights_final = as_weights(self.reward_weights_final, "reward_weights_final")
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
+        if self.cpu_dtype is not None and (self.use_cpu or not accelerator_available()):
+            dtype = cpu_dtype_choice(self.cpu_dtype)[0]  # the weights load in it and autocast computes in it
+            self.bf16 = dtype == "bfloat16"
+            if self.model_init_kwargs is None or isinstance(self.model_init_kwargs, dict):
+                self.model_init_kwargs = {**(self.model_init_kwargs or {}), "dtype": dtype}
         if self.bf16 is None and not self.fp16 and (self.use_cpu or not accelerator_available()):
             # TRL turns bf16 on by default, which transformers refuses on a CPU-only machine; follow the hardware.
             self.bf16 = False
@@ -274,24 +283,3 @@ def check_weights(weights: list[float], name: str) -> None:
             UserWarning,
             stacklevel=3,
         )
-
-
-def check_weight_schedule(start: list[float] | None, final: list[float], num_rewards: int | None = None) -> None:
-    """Raise ``ValueError`` for a schedule whose lengths differ, that flips a weight's sign or ends all zero."""
-    if num_rewards is not None and len(final) != num_rewards:
-        raise InputError(
-            f"reward_weights_final has {len(final)} weights for {num_rewards} reward functions: give one per reward."
-        )
-    if start is not None and len(start) != len(final):
-        raise InputError(
-            f"reward_weights has {len(start)} weights but reward_weights_final has {len(final)}: they must match."
-        )
-    start = start if start is not None else [1.0] * len(final)
-    for i, (a, b) in enumerate(zip(start, final, strict=True)):
-        if a * b < 0:
-            raise InputError(
-                f"Reward weight {i} would change sign from {a} to {b}: a schedule may scale a reward, not turn a "
-                "reward into a penalty. Use 0 to switch it off."
-            )
-    if not any(final):
-        raise InputError("reward_weights_final are all zero: no reward would be left to learn from at the end.")

@@ -243,3 +243,24 @@ def check_timeout(seconds, name: str) -> None:
             f"{name}={seconds:g}: longer than the {threading.TIMEOUT_MAX:.0f} s Python can wait; give 0 (or null) for "
             "no limit."
         )
+
+
+def check_weight_schedule(start: list[float] | None, final: list[float], num_rewards: int | None = None) -> None:
+    """Raise ``ValueError`` for a schedule whose lengths differ, that flips a weight's sign or ends all zero."""
+    if num_rewards is not None and len(final) != num_rewards:
+        raise InputError(
+            f"reward_weights_final has {len(final)} weights for {num_rewards} reward functions: give one per reward."
+        )
+    if start is not None and len(start) != len(final):
+        raise InputError(
+            f"reward_weights has {len(start)} weights but reward_weights_final has {len(final)}: they must match."
+        )
+    start = start if start is not None else [1.0] * len(final)
+    for i, (a, b) in enumerate(zip(start, final, strict=True)):
+        if a * b < 0:
+            raise InputError(
+                f"Reward weight {i} would change sign from {a} to {b}: a schedule may scale a reward, not turn a "
+                "reward into a penalty. Use 0 to switch it off."
+            )
+    if not any(final):
+        raise InputError("reward_weights_final are all zero: no reward would be left to learn from at the end.")

@@ -30,7 +30,8 @@ from transformers.utils import logging
 from trl import GRPOTrainer
 
 from gdpo_trl.core.advantages import gdpo_advantages, gdpo_token_advantages, grpo_advantages
-from gdpo_trl.core.config import GDPOConfig, check_weight_schedule
+from gdpo_trl.core.config import GDPOConfig
+from gdpo_trl.core.config_checks import check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.core.gd2po import gd2po_advantages
 from gdpo_trl.rewards.conditioned import apply_reward_conditions

@@ -181,7 +181,8 @@ def test_the_python_api_is_as_quiet_as_the_command(tmp_path):
     Python API only) and turns pinning off where there is no accelerator (torch warned at every epoch)."""
     import logging
 
-    from gdpo_trl.core.config import GDPOConfig, accelerator_available
+    from gdpo_trl.core.config import GDPOConfig
+    from gdpo_trl.core.cpu_speed import accelerator_available
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

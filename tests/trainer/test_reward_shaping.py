@@ -8,7 +8,7 @@ import torch
 
 from gdpo_trl import GDPOTrainer
 from gdpo_trl.core.advantages import gdpo_advantages, grpo_advantages
-from gdpo_trl.core.config import check_weight_schedule
+from gdpo_trl.core.config_checks import check_weight_schedule
 from gdpo_trl.rewards import get_reward_funcs, length_reward
 from gdpo_trl.rewards.conditioned import apply_reward_conditions, conditioned, parse_condition
 from gdpo_trl.trainer import scheduled_weights
