@@ -6,7 +6,8 @@ do, or in place to refresh its committed outputs:
 In place, the notebook runs with its own sizes in its own folder (it writes only there, under ``outputs/``), offline;
 its outputs are saved into the file and its first cell's ``**Time:**`` line is rewritten with the wall time measured
 (kernel start to the last cell), the machine, its load, and the dated marker the figure rules read. The tests
-(test_notebooks.py) run a copy in a temporary folder, with smaller sizes, and never write the committed file.
+(test_notebooks.py) run a copy in a temporary folder, with smaller sizes, and never write the committed file; an
+audit hook in the kernel (:data:`WATCH`) reports every file the run writes into the repository.
 
 The rules both keep (test_notebooks.py checks them):
 
@@ -21,6 +22,7 @@ The rules both keep (test_notebooks.py checks them):
 
 from __future__ import annotations
 
+import ast
 import datetime
 import json
 import os
@@ -71,12 +73,46 @@ def with_overrides(nb, overrides: dict):
     return nb
 
 
-def execute(nb, cwd: Path, *, overrides: dict | None = None, timeout: int = 600):
+# Run first in the kernel by execute(watch=True): an audit hook (PEP 578) that records every file this kernel opens
+# for writing, creates, renames or removes inside the repository and outside its own working folder. It sees the
+# kernel's own writes only, so edits others make to the clone meanwhile never count (child processes are not seen).
+WATCH = """\
+import os as _os, sys as _sys
+_WRITES, _HERE = [], _os.path.realpath(_os.getcwd()) + _os.sep
+_CHANGES = ("os.mkdir", "os.rename", "os.replace", "os.remove", "os.rmdir", "os.symlink", "os.link", "os.truncate")
+def _watch(event, args):
+    if event == "open":
+        path, mode, flags = args
+        writing = any(c in mode for c in "wax+") if isinstance(mode, str) else bool(flags & (_os.O_WRONLY | _os.O_RDWR))
+    elif event in _CHANGES or event == "shutil.rmtree":
+        path, writing = args[0], True
+    else:
+        return
+    if writing and isinstance(path, (str, bytes, _os.PathLike)):
+        full = _os.path.realpath(_os.fsdecode(path))
+        if full.startswith({root!r}) and not full.startswith(_HERE) and "__pycache__" not in full:
+            _WRITES.append(full)
+_sys.addaudithook(_watch)
+"""
+REPORT = "print('written into the repository:', sorted(set(_WRITES)))"
+
+
+def written(nb) -> list[str]:
+    """What the watched run wrote into the repository, as its last cell printed it."""
+    text = nb.cells[-1].outputs[0].text
+    return ast.literal_eval(text.split("written into the repository:", 1)[1].strip())
+
+
+def execute(nb, cwd: Path, *, overrides: dict | None = None, timeout: int = 600, watch: bool = False):
     """Run every cell of ``nb`` (a copy, with ``overrides``) in a fresh kernel started in ``cwd``; return the executed
-    copy. A cell that raises stops the run with nbclient's ``CellExecutionError`` naming it."""
+    copy. A cell that raises stops the run with nbclient's ``CellExecutionError`` naming it. With ``watch`` the copy
+    begins with :data:`WATCH` and ends with :data:`REPORT`: :func:`written` reads what it wrote into the repository."""
     from nbclient import NotebookClient
 
     nb = with_overrides(nb, overrides) if overrides else nbformat.from_dict(nb)
+    if watch:
+        nb.cells.insert(0, nbformat.v4.new_code_cell(WATCH.format(root=str(ROOT.resolve()) + os.sep)))
+        nb.cells.append(nbformat.v4.new_code_cell(REPORT))
     saved = {name: os.environ.get(name) for name in [*ENV, "JUPYTER_PATH"]}
     with tempfile.TemporaryDirectory(prefix="gdpo-kernel-") as specs:
         os.environ.update(ENV, JUPYTER_PATH=kernel_path(Path(specs)))

@@ -14,10 +14,16 @@ import os
 import shutil
 from pathlib import Path
 
-import nbformat
 import pytest
 
-from tests.examples.run_notebook import NOTEBOOKS, ROOT, execute, unbacked_figures
+from tests.helpers.requirements import require_module
+
+DEV = 'the dev extra: pip install -e ".[dev]"'
+nbformat = require_module("nbformat", DEV)
+for module in ("nbclient", "ipykernel"):  # what runs a notebook, and the kernel it runs in
+    require_module(module, DEV)
+
+from tests.examples.run_notebook import NOTEBOOKS, ROOT, execute, unbacked_figures, written  # noqa: E402
 
 # Each notebook's sizes under test (its parameters cell holds the full ones): small enough for `make test`.
 OVERRIDES = {
@@ -32,30 +38,26 @@ OVERRIDES = {
     },
 }
 SLOW = {"real_model_in_a_notebook.ipynb"}  # a 135M-parameter model: load, a LoRA step, generation
+NEEDS_SMOLLM2 = {"real_model_in_a_notebook.ipynb"}  # the smollm2 extra and the GGUF file (make install has both)
 # What GitHub shows must stay readable and the repository small.
 MAX_NOTEBOOK_BYTES = 400_000
 MAX_PNG_BYTES = 120_000
-# Where a notebook run would write into the repository by mistake: the top level (a working folder left at the
-# root), examples/ (the notebook's own folder in the clone) and outputs/. The rest of the tree is left out, so that
-# engineers editing the code while the tests run cannot fail this check.
-WATCHED = ("examples", "outputs")
 
 
 def committed() -> list[Path]:
     return sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
-def repository_files() -> dict[str, int | None]:
-    """The repository's top-level entries (no time: others edit them), and every file under :data:`WATCHED` with
-    its modification time."""
-    found: dict[str, int | None] = {name: None for name in os.listdir(ROOT) if name not in WATCHED}
-    for watched in WATCHED:
-        for folder, dirs, files in os.walk(ROOT / watched):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for name in files:
-                path = os.path.join(folder, name)
-                found[os.path.relpath(path, ROOT)] = os.stat(path).st_mtime_ns
-    return found
+def require_smollm2() -> None:
+    """Skip, naming what to install, where SmolLM2's GGUF file or its reader is missing (as tests/models does)."""
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.models.smollm2 import install_hint, smollm2_gguf
+
+    require_module("gguf", install_hint())
+    try:
+        smollm2_gguf()
+    except InputError as err:
+        pytest.skip(str(err))
 
 
 def outputs_text(nb) -> str:
@@ -73,12 +75,12 @@ def test_every_notebook_has_its_test_sizes():
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] * (n in SLOW)) for n in sorted(OVERRIDES)])
 def test_the_notebook_runs_in_a_kernel_and_writes_only_in_its_folder(name, tmp_path):
+    if name in NEEDS_SMOLLM2:
+        require_smollm2()
     copy = tmp_path / name
     shutil.copy(NOTEBOOKS / name, copy)
-    before = repository_files()
-    nb = execute(nbformat.read(copy, as_version=4), tmp_path, overrides=OVERRIDES[name], timeout=300)
-    after = repository_files()
-    assert [p for p in after if before.get(p, -1) != after[p]] == [], "the notebook wrote into the repository"
+    nb = execute(nbformat.read(copy, as_version=4), tmp_path, overrides=OVERRIDES[name], timeout=300, watch=True)
+    assert written(nb) == []  # the kernel's own writes, seen by an audit hook (run_notebook.WATCH)
     assert (tmp_path / "outputs").is_dir()  # what it writes, beside it
     assert unbacked_figures(nb) == []
     text = outputs_text(nb)
@@ -96,17 +98,18 @@ def test_a_cell_that_raises_fails_the_run(tmp_path):
 
 
 def test_a_write_into_the_repository_is_seen(tmp_path):
-    """What the run test compares: a notebook that writes into the clone's outputs/ (a gitignored folder) shows up."""
+    """What the run test reads: a notebook that writes into the clone (its gitignored outputs/) and beside itself
+    reports the first, not the second, nor a file it only reads."""
     target = ROOT / "outputs" / f"notebook-write-check-{os.getpid()}.txt"
-    before = repository_files()
-    code = f"import pathlib\npathlib.Path({str(target)!r}).parent.mkdir(exist_ok=True)\n"
-    code += f"pathlib.Path({str(target)!r}).write_text('x')"
+    code = f"import pathlib\ntarget = pathlib.Path({str(target)!r})\ntarget.parent.mkdir(exist_ok=True)\n"
+    code += "target.write_text('x')\nopen('beside.txt', 'w').write('y')\nopen(target).read()"
     try:
-        execute(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), tmp_path, timeout=60)
-        after = repository_files()
+        nb = execute(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), tmp_path, watch=True)
     finally:
         target.unlink(missing_ok=True)
-    assert [p for p in after if before.get(p, -1) != after[p]] == [str(target.relative_to(ROOT))]
+    seen = written(nb)  # the target (and outputs/ itself, where the run had to create it)
+    assert str(target) in seen and set(seen) <= {str(target), str(target.parent)}
+    assert (tmp_path / "beside.txt").exists()  # written beside the notebook: not reported
 
 
 def test_overrides_replace_the_parameters_after_their_cell(tmp_path):
