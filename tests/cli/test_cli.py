@@ -1,14 +1,10 @@
-"""``gdpo train`` end to end on the CPU recipe: one two-process ``accelerate launch``, flag overrides, unknown keys,
-resuming and early errors (each CPU recipe's own run, trained once: test_cpu_runs.py)."""
+"""``gdpo train`` end to end on the CPU recipe: flag overrides, unknown keys, resuming and early errors (each CPU
+recipe's own run, trained once: test_cpu_runs.py; two processes: test_gdpo_command.py)."""
 
 import importlib.util
 import json
-import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -40,32 +36,6 @@ def _train(output_dir, *flags):
 
 def _steps(state):
     return [entry["step"] for entry in state["log_history"] if "loss" in entry]
-
-
-@pytest.mark.slow
-def test_accelerate_launch_two_processes(tiny_model_path, tmp_path):
-    """Two CPU processes through `accelerate launch` (torchrun underneath, gloo backend).
-
-    `--multi_gpu` is what selects the multi-process launcher: `--cpu --num_processes 2` starts a single process.
-    """
-    with socket.socket() as sock:  # a free port, so this test can run next to other distributed tests
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    accelerate = Path(sys.executable).with_name("accelerate")
-    command = [
-        str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port),
-        "-m", "gdpo_trl.cli.train", "--config", CPU_RECIPE, "--max_steps", "2", "--output_dir", str(tmp_path / "run"),
-    ]  # fmt: skip
-    # The ranks find the tiny model in the same user cache (see conftest) that this process built it in.
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-
-    assert result.stdout.count("Training finished after 2 steps on 2 processes.") == 1  # printed by rank 0 only
-    state = json.loads((tmp_path / "run" / "trainer_state.json").read_text())
-    assert state["global_step"] == 2
-    assert (tmp_path / "run" / "model.safetensors").is_file()
 
 
 def test_flags_override_yaml():

@@ -108,14 +108,19 @@ def test_compare_refuses_a_bad_recipe_exactly_as_train_does(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_train_starts_two_processes_itself(tmp_path):
-    """`gdpo train ... --num_processes 2`: no `accelerate launch` typed; both ranks train and one saves."""
+    """`gdpo train ... --num_processes 2`: no `accelerate launch` typed; both ranks train and one saves.
+
+    What runs is `accelerate launch --multi_gpu ... -m gdpo_trl.cli.train` (torchrun underneath, gloo backend),
+    the command a user may type instead: `--multi_gpu` selects the multi-process launcher (`--cpu --num_processes 2`
+    starts a single process). One run serves both ways in (it was trained once more, typed by hand)."""
     out = tmp_path / "out"
     command = [sys.executable, "-m", "gdpo_trl.cli.main", "train", "--config", RECIPE, "--num_processes", "2"]
-    flags = ["--model_name_or_path", "builtin:tiny", "--max_steps", "1", "--output_dir", str(out)]
+    flags = ["--model_name_or_path", "builtin:tiny", "--max_steps", "2", "--output_dir", str(out)]
     result = subprocess.run([*command, *flags], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Training finished after 1 steps on 2 processes." in result.stdout
-    assert (out / "model.safetensors").is_file() and (out / "trainer_state.json").is_file()
+    assert result.stdout.count("Training finished after 2 steps on 2 processes.") == 1  # printed by rank 0 only
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 2
+    assert (out / "model.safetensors").is_file()
 
 
 @pytest.mark.slow
