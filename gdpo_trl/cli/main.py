@@ -51,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_subcommand(argv: list[str] | None = None) -> int:
     from gdpo_trl.cli.console import quiet_known_warnings
+    from gdpo_trl.core.cpu_speed import quiet_thread_waits
 
+    quiet_thread_waits()  # before anything imports torch: idle OpenMP threads sleep, so a busy CPU does not stall a run
     quiet_known_warnings()  # here too: `gdpo train` parses the recipe in this process before accelerate starts
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

@@ -123,9 +123,13 @@ def converted_gguf(path: Path, name: str | None = None) -> Path:
     """The cached safetensors folder converted from GGUF file ``path`` (converted now when missing, with a progress
     line); ``name`` prefixes the cache folder (default: the file's name)."""
     architecture = gguf_architecture(path)
-    target = cache_dir() / f"{name or path.stem}-gguf-{_key(path)}"
-    if (target / "config.json").exists():
-        return target
+    key = _key(path)
+    # Once per file content: a folder converted from the same bytes under another name (the builtin's, or the
+    # file's own stem when it was passed by path) is the same model.
+    for done in sorted(cache_dir().glob(f"*-gguf-{key}")):
+        if (done / "config.json").exists():
+            return done
+    target = cache_dir() / f"{name or path.stem}-gguf-{key}"
 
     def build(tmp: Path) -> None:
         print(

@@ -27,14 +27,19 @@ WEIGHTS = "model.safetensors"
 
 
 def weights_sha256(model_dir: str | Path) -> str:
-    """SHA-256 of the weights themselves: tensor names, dtypes, shapes and bytes in name order.
+    """SHA-256 of a model folder's weights (:func:`tensors_sha256` of its ``model.safetensors``)."""
+    return tensors_sha256(Path(model_dir) / WEIGHTS)
+
+
+def tensors_sha256(path: str | Path) -> str:
+    """SHA-256 of the tensors of a safetensors file themselves: names, dtypes, shapes and bytes in name order.
 
     Not the file's bytes: the safetensors header may change with the library's version while the weights do not.
     """
     from safetensors import safe_open
 
     digest = hashlib.sha256()
-    with safe_open(str(Path(model_dir) / WEIGHTS), framework="pt") as weights:
+    with safe_open(str(path), framework="pt") as weights:
         for name in sorted(weights.keys()):
             tensor = weights.get_tensor(name).contiguous()
             digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())

@@ -64,3 +64,79 @@ def build_builtin_smollm2(name: str, seed: int = 0) -> str:
     if source_record(folder) != record:  # named for model cards (a folder converted before this record: written now)
         (folder / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
     return str(folder)
+
+
+# ``builtin:smollm2-135m-gsm8k-format``: SmolLM2 with the GSM8K format adapter merged in (gdpo_trl.tasks.smollm2_sft
+# says how it was trained and why it ships as an adapter).
+FORMAT_NAME = "smollm2-135m-gsm8k-format"
+FORMAT_BASE = f"builtin:{NAME}"
+SHIPPED_FORMAT = Path(__file__).with_name("shipped") / "smollm2_gsm8k_format"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+
+
+def adapter_sha256(folder: Path) -> str:
+    """SHA-256 of an adapter's weights (names, dtypes, shapes, bytes; not the file's header)."""
+    from gdpo_trl.models.shipped import tensors_sha256
+
+    return tensors_sha256(Path(folder) / ADAPTER_WEIGHTS)
+
+
+def shipped_format_record() -> dict:
+    """The shipped adapter's build record (``build.json``: recipe, dtype, machine, SHA-256, starting rates)."""
+    return json.loads((SHIPPED_FORMAT / "build.json").read_text())
+
+
+def merge_adapter(base: Path, adapter: Path, target: Path) -> None:
+    """Load ``base`` in float32, merge the LoRA ``adapter`` into its weights and save a plain checkpoint to
+    ``target`` (so training adds its own LoRA on top and ``gdpo eval`` loads it like any model)."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    merged = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    merged.config.name_or_path = FORMAT_NAME
+    merged.save_pretrained(target)
+    AutoTokenizer.from_pretrained(base).save_pretrained(target)
+
+
+def build_builtin_smollm2_format(name: str, seed: int = 0) -> str:
+    """The ``builtin:smollm2-135m-gsm8k-format`` entry point: SmolLM2 (converted from its GGUF on first use) with
+    the shipped format adapter merged in, cached per adapter hash. A damaged adapter is refused in one line."""
+    from gdpo_trl.models.builtins import _cached_build, build_here_or_apart, cache_dir
+
+    if seed:
+        raise InputError(f"builtin:{name}@{seed}: the format start ships for seed 0 only; drop '@{seed}'")
+    expected = shipped_format_record()["adapter_sha256"]
+    found = adapter_sha256(SHIPPED_FORMAT)
+    if found != expected:
+        raise InputError(
+            f"{SHIPPED_FORMAT / ADAPTER_WEIGHTS} does not hash as shipped ({found[:12]} != {expected[:12]}): "
+            "reinstall gdpo-trl"
+        )
+    base = Path(build_builtin_smollm2(NAME))
+    target = cache_dir() / f"{name}-{expected[:10]}"
+
+    def build(tmp: Path) -> None:
+        print(f"Merging the GSM8K format adapter into {base.name} once for this machine ...", file=sys.stderr)
+        build_here_or_apart(merge_adapter, base, SHIPPED_FORMAT, tmp, what=name)
+        record = {**source_record(base), "model": f"{source_record(base)['model']} + the GSM8K format adapter"}
+        (tmp / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+
+    return str(_cached_build(target, build))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m gdpo_trl.models.smollm2 [NAME]``: prepare a SmolLM2 builtin (convert the GGUF, merge the format
+    adapter) and print its folder, so a first training run or notebook does not pay for it."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__.split("\n")[0].split(": ", 1)[1])
+    parser.add_argument("name", nargs="?", default=FORMAT_NAME, choices=[NAME, FORMAT_NAME])
+    args = parser.parse_args(argv)
+    build = build_builtin_smollm2_format if args.name == FORMAT_NAME else build_builtin_smollm2
+    print(f"builtin:{args.name} is ready: {build(args.name)}")
+
+
+if __name__ == "__main__":
+    main()

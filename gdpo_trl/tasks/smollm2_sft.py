@@ -1,4 +1,4 @@
-"""A format warm start for SmolLM2-135M-Instruct on GSM8K: a short SFT on worked solutions written in the tag layout.
+"""The GSM8K format warm start for SmolLM2-135M-Instruct: a LoRA adapter from a short SFT on worked solutions.
 
 Why: prompted with the training system prompt (the short default, or the paper-parity one with an example), the
 pretrained model never writes ``<think>...</think><answer>...</answer>`` (0 of 16 sampled GSM8K test completions,
@@ -7,13 +7,16 @@ learn from. A few hundred worked solutions teach the layout; correctness stays w
 
 Each GSM8K ``answer`` (``reasoning with <<a*b=c>> calculator notes`` then ``#### N``) becomes the completion
 ``<think>\\nreasoning without the notes\\n</think>\\n<answer>\\nN\\n</answer>`` under the prompt training uses
-(:func:`gdpo_trl.data.gsm8k.make_prompt`). TRL's ``SFTTrainer`` trains on the completion tokens only, full
-fine-tune, float32, one pass over ``steps x batch_size`` rows in the file's order.
+(:func:`gdpo_trl.data.gsm8k.make_prompt`). TRL's ``SFTTrainer`` trains a LoRA adapter (r=8 on every linear layer) on
+the completion tokens only, one pass over ``steps x batch_size`` rows in the file's order, in the dtype
+``cpu_dtype: auto`` picks for this CPU (:mod:`gdpo_trl.core.cpu_speed`).
+
+Why an adapter: it is 9.8 MB where the whole model is 538 MB, so it ships inside the package
+(``gdpo_trl/models/shipped/smollm2_gsm8k_format/``, with its build record and SHA-256), and
+``builtin:smollm2-135m-gsm8k-format`` is the same start on every machine (:mod:`gdpo_trl.models.smollm2`).
+Rebuilding is one command, which says whether this machine builds the shipped adapter::
 
     python -m gdpo_trl.tasks.smollm2_sft OUT --data path/to/gsm8k/train.jsonl [--steps 20] [--seed 0]
-
-writes a plain checkpoint (model, tokenizer with its chat template, ``warmstart.json`` with the recipe and build time)
-that ``model_name_or_path`` and ``gdpo eval --model`` take.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import argparse
 import json
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+
+from gdpo_trl.models.smollm2 import SHIPPED_FORMAT, shipped_format_record
 
 _CALCULATOR_NOTE = re.compile(r"<<[^>]*>>")
 
@@ -34,9 +39,31 @@ class SmolSFTRecipe:
 
     steps: int = 20
     batch_size: int = 8
-    learning_rate: float = 5e-5
+    learning_rate: float = 2e-4  # LoRA takes a larger step than the full fine-tune's 5e-5 did
     lr_scheduler_type: str = "constant_with_warmup"
     warmup_steps: int = 2
+    lora_r: int = 8
+    lora_alpha: int = 16
+    base: str = "builtin:smollm2-135m-instruct"
+    skip_rows: int = 0  # rows of the file left out first (the control leaves out the format SFT's own problems)
+    shuffle: bool = False  # draw the rows in the seed's order rather than the file's
+
+
+# Study H8's control that is not RL (docs/results/README.md): the format start SFT'd further on GSM8K train's gold
+# solutions, with the RL arms' LoRA, learning rate, steps and completions per step (10 x 16), on problems the format
+# SFT did not see, drawn by the run's seed.
+CONTROL = SmolSFTRecipe(
+    steps=10,
+    batch_size=16,
+    learning_rate=1e-4,
+    lr_scheduler_type="constant",
+    warmup_steps=0,
+    lora_r=16,
+    lora_alpha=32,
+    base="builtin:smollm2-135m-gsm8k-format",
+    skip_rows=160,
+    shuffle=True,
+)
 
 
 def tagged_solution(answer: str) -> str:
@@ -47,8 +74,9 @@ def tagged_solution(answer: str) -> str:
     return f"<think>\n{reasoning}\n</think>\n<answer>\n{parse_gold_answer(answer)}\n</answer>"
 
 
-def sft_dataset(data: Path, rows: int):
-    """The first ``rows`` problems of the GSM8K-style file ``data`` as conversational prompt/completion pairs."""
+def sft_dataset(data: Path, rows: int, skip: int = 0, seed: int | None = None):
+    """``rows`` problems of the GSM8K-style file ``data`` after its first ``skip`` (in the file's order, or shuffled
+    by ``seed``) as conversational prompt/completion pairs."""
     import datasets
 
     from gdpo_trl.data.files import load_local_file
@@ -56,9 +84,12 @@ def sft_dataset(data: Path, rows: int):
 
     raw = load_local_file(Path(data), "GSM8K-style data")
     check_rows(raw["question"], raw["answer"])
-    if len(raw) < rows:
-        raise SystemExit(f"{data} holds {len(raw)} problems; the SFT needs {rows} (steps x batch_size)")
-    raw = raw.select(range(rows))
+    if len(raw) < skip + rows:
+        raise SystemExit(
+            f"{data} holds {len(raw)} problems; the SFT needs {skip + rows} (steps x batch_size + skipped)"
+        )
+    raw = raw.select(range(skip, len(raw)))
+    raw = (raw if seed is None else raw.shuffle(seed=seed)).select(range(rows))
     return datasets.Dataset.from_dict(
         {
             "prompt": [make_prompt(q) for q in raw["question"]],
@@ -68,35 +99,62 @@ def sft_dataset(data: Path, rows: int):
 
 
 def build(out: Path, data: Path, seed: int = 0, recipe: SmolSFTRecipe | None = None) -> Path:
-    """SFT ``builtin:smollm2-135m-instruct`` on ``data``; save it with its tokenizer and ``warmstart.json``."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Train the format adapter on ``data`` over ``builtin:smollm2-135m-instruct``; save the adapter alone
+    (``adapter_model.safetensors``, ``adapter_config.json``) and ``build.json`` (recipe, dtype, machine, time, the
+    adapter's SHA-256) in ``out``."""
+    import tempfile
 
+    import torch
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTTrainer
+
+    from gdpo_trl.core.cpu_speed import choose_cpu_dtype
     from gdpo_trl.core.plugins import resolve_model
-    from gdpo_trl.storage.model_source import SOURCE_RECORD, source_record
-    from gdpo_trl.tasks.warmstart import train_sft
+    from gdpo_trl.models.shipped import machine
+    from gdpo_trl.models.smollm2 import adapter_sha256
+    from gdpo_trl.tasks.warmstart import sft_config
 
     recipe = recipe or SmolSFTRecipe()
     start = time.perf_counter()
-    base = resolve_model("builtin:smollm2-135m-instruct")
+    base = resolve_model(recipe.base)
+    dtype, why = choose_cpu_dtype("auto")
+    print(f"dtype {why}", flush=True)
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    dataset = sft_dataset(data, recipe.steps * recipe.batch_size)
-    out = train_sft(model, tokenizer, dataset, recipe, seed, out)
-    record = source_record(Path(base))
-    if record is not None:  # the runs trained from this warm start name the model and GGUF it came from
-        record["model"] = f"{record.get('model', 'the base model')} after a format SFT on GSM8K train"
-        (out / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=getattr(torch, dtype))
+    dataset = sft_dataset(data, recipe.steps * recipe.batch_size, recipe.skip_rows, seed if recipe.shuffle else None)
+    lora = LoraConfig(
+        r=recipe.lora_r,
+        lora_alpha=recipe.lora_alpha,
+        lora_dropout=0.0,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        args = sft_config(scratch, seed, recipe, bf16=dtype == "bfloat16")
+        trainer = SFTTrainer(
+            model=model, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=lora
+        )
+        trainer.train()
+    out = Path(out)
+    trainer.model.save_pretrained(out)  # the adapter only, in float32 (PEFT keeps adapter weights in float32)
+    config_path = out / "adapter_config.json"
+    config = json.loads(config_path.read_text())
+    config["base_model_name_or_path"] = recipe.base  # not this machine's cache path
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     record = {
-        "base": "builtin:smollm2-135m-instruct",
+        "base": recipe.base,
         "data": Path(data).name,
         "rows": len(dataset),
         "seed": seed,
         "recipe": asdict(recipe),
+        "dtype": dtype,
+        "built_on": machine(),
         "build_seconds": round(time.perf_counter() - start, 1),
+        "adapter_sha256": adapter_sha256(out),
     }
-    (out / "warmstart.json").write_text(json.dumps(record, indent=2) + "\n")
+    (out / "build.json").write_text(json.dumps(record, indent=2) + "\n")
     return out
 
 
@@ -104,10 +162,23 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the folder to write the checkpoint to")
     parser.add_argument("--data", type=Path, required=True, help="a GSM8K-style .jsonl (question, answer)")
-    parser.add_argument("--steps", type=int, default=SmolSFTRecipe.steps)
+    parser.add_argument("--steps", type=int, help="SFT steps (default: the recipe's, 20; the control's, 10)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--control", action="store_true", help="study H8's SFT control from the format start")
     args = parser.parse_args(argv)
-    print(f"model: {build(args.out, args.data, args.seed, SmolSFTRecipe(steps=args.steps))}")
+    if args.control:
+        out = build(args.out, args.data, args.seed, replace(CONTROL, steps=args.steps or CONTROL.steps))
+        print(f"adapter: {out}")
+        return
+    out = build(args.out, args.data, args.seed, replace(SmolSFTRecipe(), steps=args.steps or SmolSFTRecipe.steps))
+    built = json.loads((out / "build.json").read_text())["adapter_sha256"]
+    shipped = shipped_format_record()["adapter_sha256"] if SHIPPED_FORMAT.is_dir() else None
+    print(f"adapter: {out} (SHA-256 {built[:16]}...)")
+    if shipped is None:
+        print("no shipped adapter to compare with")
+    else:
+        same = "equals" if built == shipped else "differs from"
+        print(f"{same} the shipped adapter ({shipped[:16]}...; builds are bound to the machine's math kernels)")
 
 
 if __name__ == "__main__":

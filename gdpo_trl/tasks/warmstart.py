@@ -127,7 +127,7 @@ def load_warmstart_dataset(n: int, seed: int = 0, split: str = "eval", recipe: R
     )
 
 
-def sft_config(output_dir: str, seed: int, recipe: Recipe):
+def sft_config(output_dir: str, seed: int, recipe: Recipe, bf16: bool = False):
     """TRL's ``SFTConfig`` for a warm start: ``recipe`` needs ``steps``, ``batch_size``, ``learning_rate``,
     ``lr_scheduler_type`` and ``warmup_steps`` (the tool-call warm start of :mod:`gdpo_trl.tasks.toolcall_task` uses it
     too)."""
@@ -144,7 +144,7 @@ def sft_config(output_dir: str, seed: int, recipe: Recipe):
         seed=seed,
         data_seed=seed,
         dataloader_num_workers=0,  # workers would make the data order depend on process scheduling
-        bf16=False,
+        bf16=bf16,  # the tiny warm starts train in float32; a real model's LoRA may take the CPU's native bf16
         use_cpu=True,
         gradient_checkpointing=False,  # SFTConfig turns it on by default; a model this small only pays its recompute
         report_to="none",

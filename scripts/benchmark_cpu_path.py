@@ -1,0 +1,217 @@
+"""Today's CPU path against the lean one, side by side on this machine, for the SmolLM2 recipe.
+
+* **Recipe step**: `gdpo train --config recipes/cpu/smollm2_gdpo/config.yaml` for a few steps, before (float32, the
+  16 completions trained on in one batch, OpenMP's default active waiting) and after (the recipe as it is:
+  ``cpu_dtype: auto``, two micro-batches of 8, passive waiting), alternating, in fresh processes: seconds per step
+  (TRL's ``step_time``) and the process's peak resident memory (``/usr/bin/time``).
+* **Threads**: 16 x 64 sampled tokens with 1 and 2 torch threads, OpenMP waiting active and passive, on the machine
+  as it is and beside ``--busy`` processes that spin (a busy machine).
+* **Evaluation**: `gdpo eval` greedy on 200 GSM8K test problems (256 tokens, batches of 50), in the lean dtype
+  (and, with ``--eval_before``, in float32).
+* **Bounds**: this machine's matrix-product rate (float32, bfloat16) and memory bandwidth, next to the tokens/s.
+
+Writes ``docs/results/real_model/cpu_path.json``. Needs the smollm2 extra; ``--data`` is the GSM8K folder
+(openai/grade-school-math's ``train.jsonl``/``test.jsonl``), without which the step uses the shipped sample and the
+evaluation is skipped::
+
+    python scripts/benchmark_cpu_path.py --data DATA [--rounds 2] [--steps 3] [--busy 4] [--eval_before]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPE = ROOT / "recipes/cpu/smollm2_gdpo/config.yaml"
+OUT = ROOT / "docs/results/real_model/cpu_path.json"
+MODEL = "builtin:smollm2-135m-gsm8k-format"
+PATHS = {
+    "before": (
+        ["--cpu_dtype", "float32", "--per_device_train_batch_size", "16", "--gradient_accumulation_steps", "1"],
+        "ACTIVE",
+    ),
+    "after": ([], "PASSIVE"),
+}
+
+
+def gdpo(*args: str) -> list[str]:
+    return [str(Path(sys.executable).with_name("gdpo")), *args]
+
+
+def recipe_step(path: str, args, scratch: Path) -> dict:
+    """One short run of the recipe on ``path``'s settings: its step times, tokens and peak memory."""
+    overrides, policy = PATHS[path]
+    out = scratch / f"{path}-{time.monotonic_ns()}"
+    data = ["--dataset_name", str(Path(args.data) / "train.jsonl")] if args.data else []
+    command = gdpo("train", "--config", str(RECIPE), "--max_steps", str(args.steps), "--output_dir", str(out))
+    command += ["--save_strategy", "no", "--disable_tqdm", "true", *data, *overrides]
+    rss = scratch / "rss.txt"
+    env = {**os.environ, "OMP_WAIT_POLICY": policy, "HF_HUB_OFFLINE": "1"}
+    subprocess.run(["/usr/bin/time", "-o", str(rss), "-f", "%M", *command], env=env, check=True, capture_output=True)
+    logs = [e for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "step_time" in e]
+    return {
+        "step_seconds": [round(e["step_time"], 1) for e in logs],
+        "completion_tokens": [round(e["completions/mean_length"] * 16) for e in logs],
+        "peak_gb": round(int(rss.read_text().split()[-1]) / 2**20, 2),
+    }
+
+
+def generate(threads: int) -> dict:
+    """16 x 64 sampled tokens of the format start in the lean dtype (run in a child: the wait policy is read once)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from gdpo_trl.core.cpu_speed import choose_cpu_dtype
+    from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.data.gsm8k import load_gsm8k
+
+    torch.set_num_threads(threads)
+    path = resolve_model(MODEL)
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    dtype = choose_cpu_dtype("auto")[0]
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
+    prompts = [row["prompt"] for row in load_gsm8k("sample").select(range(2))] * 8
+    batch = tokenizer.apply_chat_template(
+        prompts, add_generation_prompt=True, return_tensors="pt", padding=True, return_dict=True
+    )
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model.generate(**batch, max_new_tokens=4, do_sample=True)  # warm-up
+        start = time.perf_counter()
+        model.generate(**batch, max_new_tokens=64, min_new_tokens=64, do_sample=True)
+    seconds = time.perf_counter() - start
+    return {"seconds": round(seconds, 1), "tokens_per_second": round(16 * 64 / seconds, 1), "dtype": dtype}
+
+
+def threads_under_load(busy: int, limit: float) -> list[dict]:
+    """Each thread count and wait policy, on the machine as it is and beside ``busy`` spinning processes."""
+    rows = []
+    for load in (0, busy):
+        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(load)]
+        try:
+            time.sleep(2 if load else 0)
+            for threads, policy in [(2, "ACTIVE"), (2, "PASSIVE"), (1, "ACTIVE"), (1, "PASSIVE")]:
+                env = {**os.environ, "OMP_WAIT_POLICY": policy}
+                command = [sys.executable, __file__, "--_generate", str(threads)]
+                row = {"busy_processes": load, "threads": threads, "wait_policy": policy, "load": os.getloadavg()[0]}
+                try:
+                    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=limit, check=True)
+                    row.update(json.loads(done.stdout.splitlines()[-1]))
+                except subprocess.TimeoutExpired:
+                    row.update({"seconds": f"> {limit:.0f} (stopped)"})
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        finally:
+            for spinner in spinners:
+                spinner.kill()
+    return rows
+
+
+def bounds() -> dict:
+    """Matrix-product GFLOP/s (float32, bfloat16; 2048^3, this process's threads) and copy bandwidth in GB/s."""
+    import torch
+
+    found = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        a = torch.randn(2048, 2048, dtype=dtype)
+        a @ a
+        start = time.perf_counter()
+        for _ in range(5):
+            a @ a
+        found[f"gemm_gflops_{str(dtype).split('.')[1]}"] = round(
+            5 * 2 * 2048**3 / (time.perf_counter() - start) / 1e9, 1
+        )
+    big = torch.empty(2**28 // 4)  # 256 MiB
+    big.clone()
+    start = time.perf_counter()
+    for _ in range(5):
+        big.clone()
+    found["copy_gb_per_s"] = round(5 * 2 * big.numel() * 4 / (time.perf_counter() - start) / 1e9, 1)  # read + write
+    return found
+
+
+def evaluation(args, dtype: str, scratch: Path) -> float:
+    """Minutes for `gdpo eval` greedy on the first 200 GSM8K test problems."""
+    start = time.perf_counter()
+    command = gdpo("eval", "--model", MODEL, "--dataset", str(Path(args.data) / "test.jsonl"), "--limit", "200")
+    command += [
+        "--max_new_tokens",
+        "256",
+        "--batch_size",
+        "50",
+        "--dtype",
+        dtype,
+        "--output_dir",
+        str(scratch / f"eval-{dtype}"),
+    ]
+    subprocess.run(command, check=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return round((time.perf_counter() - start) / 60, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--data", help="the GSM8K folder (train.jsonl, test.jsonl); default: the shipped sample, no eval"
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each path, alternating (default 2)")
+    parser.add_argument("--steps", type=int, default=3, help="steps per run; the first is left out (default 3)")
+    parser.add_argument("--busy", type=int, default=4, help="spinning processes for the busy-machine rows (default 4)")
+    parser.add_argument("--thread_limit", type=float, default=240.0, help="seconds before a generation row is stopped")
+    parser.add_argument("--eval_before", action="store_true", help="also time the evaluation in float32 (slow)")
+    parser.add_argument("--output", default=str(OUT))
+    parser.add_argument("--_generate", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args._generate:
+        print(json.dumps(generate(args._generate)))
+        return
+
+    from gdpo_trl.core.cpu_speed import choose_cpu_dtype
+    from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.models.shipped import machine
+
+    resolve_model(MODEL)  # convert and merge once, outside the timings
+    load = [round(x, 2) for x in os.getloadavg()]
+    runs = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for path in ("before", "after") if r % 2 == 0 else ("after", "before"):
+                runs[path].append(recipe_step(path, args, Path(tmp)))
+                print(f"round {r + 1} {path}: {json.dumps(runs[path][-1])}", flush=True)
+        dtype, why = choose_cpu_dtype("auto")
+        evals = {}
+        if args.data:
+            evals[dtype] = evaluation(args, dtype, Path(tmp))
+            if args.eval_before and dtype != "float32":
+                evals["float32"] = evaluation(args, "float32", Path(tmp))
+    threads = threads_under_load(args.busy, args.thread_limit)
+    steps = {path: [t for run in found for t in run["step_seconds"][1:]] for path, found in runs.items()}
+    result = {
+        "step_seconds_before": statistics.median(steps["before"]),
+        "step_seconds_after": statistics.median(steps["after"]),
+        "peak_gb_before": max(run["peak_gb"] for run in runs["before"]),
+        "peak_gb_after": max(run["peak_gb"] for run in runs["after"]),
+        "eval_200_minutes": evals.get(dtype),
+        "eval_200_minutes_float32": evals.get("float32"),
+        "dtype": why,
+        "machine": f"{machine()}, {os.cpu_count()} CPU cores, no GPU",
+        "load": {"before": load, "after": [round(x, 2) for x in os.getloadavg()]},
+        "runs": runs,
+        "threads": threads,
+        "bounds": bounds(),
+        "setup": f"{MODEL}, recipes/cpu/smollm2_gdpo, {args.rounds} runs x {args.steps} steps per path (first left out)",
+    }
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k not in ("runs", "threads")}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
