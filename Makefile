@@ -34,11 +34,16 @@ eval-demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/gdpo eval --model builtin:warmstart $(EVAL_DEMO) --output_dir outputs/cpu-gdpo-before
 	HF_HUB_OFFLINE=1 $(BIN)/gdpo eval --model outputs/cpu-gdpo $(EVAL_DEMO) --output_dir outputs/cpu-gdpo-after
 
+# Two pytest workers (pytest-xdist), each running whole test files (--dist loadfile), so a file's module-scoped runs
+# (tests/cli/test_cpu_runs.py's, the engines' DDP reference) are trained once. Each test already holds torch to one
+# thread, so two workers fill a 2-core machine. Builds of builtin: models wait for each other under a lock
+# (gdpo_trl/models/build_lock.py); every test writes under its own tmp_path; launches pick free ports.
+PYTEST_WORKERS ?= 2
 test: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not vllm and not docs"
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not vllm and not docs"
 
 test-fast: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -m "not slow and not vllm and not docs"
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not vllm and not docs"
 
 # Every shell block of README.md and docs/*.md not marked <!-- gpu --> or <!-- slow -->, run as written in reading
 # order on a fresh clone of HEAD after `make demo`, each within 5 minutes (tests/docs/test_documented_commands.py).

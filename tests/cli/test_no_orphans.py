@@ -89,7 +89,10 @@ def test_sigkill_of_the_top_process_stops_its_workers(tmp_path):
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)
     assert not survivors and took < WORKERS_GONE_WITHIN_S, f"{survivors} alive {took:.1f} s after the kill"
-    assert lock_is_free(out)
+    # Whatever held the run's lock is gone too, within the same time (a loaded machine reaps the last one later).
+    while not lock_is_free(out) and time.monotonic() - killed < WORKERS_GONE_WITHIN_S:
+        time.sleep(0.1)
+    assert lock_is_free(out), f"the run's lock is still held {time.monotonic() - killed:.1f} s after the kill"
 
 
 def test_a_process_started_by_hand_follows_no_launcher(monkeypatch):
