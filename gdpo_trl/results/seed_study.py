@@ -16,6 +16,8 @@ before, ``--from-logs docs/results/logs/<task>.json.gz``) and writes
     python -m gdpo_trl.results.seed_study --task toolcall --out-dir outputs/results/toolcall --export-logs --command "..."
     python -m gdpo_trl.results.seed_study --task toolcall --from-logs docs/results/logs/toolcall.json.gz   # rewrite from the logs
     python -m gdpo_trl.results.seed_study --task toolcall --from-json docs/results/toolcall.json   # print the tables from the JSON
+    python -m gdpo_trl.results.seed_study --task gd2po_toolcall --from-logs docs/results/logs/gd2po_toolcall.json.gz \
+        --method gd2po --holm --seeds 0 1 2 5 6 7 --docs-dir /tmp/h7_at_stop   # only the seeds done at the stop
 """
 
 from __future__ import annotations
@@ -67,7 +69,23 @@ def parse_args(argv=None):
     parser.add_argument("--holm", action="store_true", help="Holm's adjusted p instead of the Bonferroni column")
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--bootstrap-seed", type=int, default=0)
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        help="only these seeds: a study as its pre-registered stopping rule left it (H7: 0 1 2 5 6 7)",
+    )
     return parser.parse_args(argv)
+
+
+def only_seeds(found: list, seeds: list[int] | None, seed_of) -> list:
+    """The runs or rows of ``seeds`` (all when None); a seed the study lacks is an error, not an empty arm."""
+    if seeds is None:
+        return found
+    missing = set(seeds) - {seed_of(x) for x in found}
+    if missing:
+        raise SystemExit(f"seed_study: --seeds {sorted(missing)} not in the study; drop them or check --task")
+    return [x for x in found if seed_of(x) in seeds]
 
 
 def load_study(out_dir: Path) -> list[tuple[str, int, object]]:
@@ -256,6 +274,7 @@ def main(argv=None):
     if args.out_dir or args.from_logs:
         docs.mkdir(parents=True, exist_ok=True)
         runs = load_study(Path(args.out_dir)) if args.out_dir else logged_study(read_logs(args.from_logs))
+        runs = only_seeds(runs, args.seeds, lambda run: run[1])
         if args.pilot:
             text = pilot_report(args.task, runs, total=not args.no_total)
             (docs / f"{args.task}.md").write_text(text, encoding="utf-8")
@@ -264,7 +283,7 @@ def main(argv=None):
         rows = study_rows(args.task, runs, tail=args.tail, total=not args.no_total)
         rs.write_rows(rows, docs / f"{args.task}.json")
     else:
-        rows = rs.read_rows(args.from_json)
+        rows = only_seeds(rs.read_rows(args.from_json), args.seeds, lambda row: row["seed"])
     text = report(args.task, rows, args, runs)
     print(text)
     if runs is not None:  # from the JSON alone the diagnostics are missing: print only, never overwrite the report

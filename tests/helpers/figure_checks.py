@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.helpers.doc_figures import Figure, code_numbers, figures_in, matches, matches_pair, numbers, pairs
 from tests.helpers.figure_sources import GENERATED, regenerated
-from tests.helpers.figure_table import ROW_SOURCES, SETTINGS, SOURCES, SUMMARY_TABLES
+from tests.helpers.figure_table import LINE_SOURCES, ROW_SOURCES, SETTINGS, SOURCES, SUMMARY_TABLES
 from tests.helpers.studies import ROOT
 
 UNBACKED = "UNBACKED"
@@ -48,11 +48,15 @@ def _values(source, tmp: str) -> tuple[list[float], list[tuple], list[list[float
     return numbers(found), pairs(found), [numbers(line) for line in found.splitlines() if line.startswith("|")]
 
 
-def recomputed(figure: Figure, tmp: str, mates: tuple = ()) -> str | None:
-    """The name of the source that recomputes a figure, or None; ``mates``: the other figures of its table row."""
+def recomputed(figure: Figure, tmp: str, mates: tuple = (), line: str = "") -> str | None:
+    """The name of the source that recomputes a figure, or None; ``mates``: the other figures of its table row;
+    ``line``: the line it is on."""
     for path, section, rows in ROW_SOURCES:
         if figure.row and _at(path, figure, section):
             return rows.__name__ if figure.row in _rows(rows, tmp) else None
+    for path, section, pattern, printed in LINE_SOURCES:
+        if _at(path, figure, section) and re.match(pattern, line.strip()):
+            return printed.__name__ if line.strip() in _rows(printed, tmp) else None
     for path, section, sources in SOURCES:
         if not _at(path, figure, section):
             continue
@@ -70,7 +74,7 @@ def recomputed(figure: Figure, tmp: str, mates: tuple = ()) -> str | None:
     return None
 
 
-def kind(figure: Figure, tmp: str, code: dict, locked_measured: frozenset, mates: tuple = ()) -> str:
+def kind(figure: Figure, tmp: str, code: dict, locked_measured: frozenset, mates: tuple = (), line: str = "") -> str:
     """How a figure is backed, as tests/docs/figures.lock records it: ``setting``, ``recomputed <source>``,
     ``measured: <command>``, ``cited: <source>``, or :data:`UNBACKED`. ``code``: its file's :func:`code_numbers`;
     ``locked_measured``: the (command or source, figure) pairs the lock lists as measured or cited."""
@@ -78,7 +82,7 @@ def kind(figure: Figure, tmp: str, code: dict, locked_measured: frozenset, mates
         return "setting"
     if figure.decimals == 0 and not figure.percent and matches(figure, code.get(figure.section, [])):
         return "setting"
-    source = recomputed(figure, tmp, mates)
+    source = recomputed(figure, tmp, mates, line)
     if source:
         return f"recomputed {source}"
     for command in figure.commands:  # a measured marker's command, or a cited marker's source
@@ -99,9 +103,9 @@ def file_kinds(rel: str, text: str, tmp: str, locked_measured: frozenset, lines=
     if rel in GENERATED:
         same = text == regenerated(Path(rel).stem, tmp)
         return [(f, "generated" if same else UNBACKED) for f in found if lines is None or f.line in lines]
-    code = code_numbers(text)
+    code, text_lines = code_numbers(text), text.splitlines()
     return [
-        (f, kind(f, tmp, code, locked_measured, row_mates(f, found)))
+        (f, kind(f, tmp, code, locked_measured, row_mates(f, found), text_lines[f.line - 1]))
         for f in found
         if lines is None or f.line in lines
     ]

@@ -4,12 +4,16 @@ training-time table's rows, and tables as an earlier commit holds them."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
+import json
 import re
 import subprocess
+from pathlib import Path
 
 from tests.helpers.figure_sources import regenerated
-from tests.helpers.studies import LOGGED, LOGS, RESULTS, ROOT, seed_study
+from tests.helpers.studies import LOGGED, LOGS, RESULTS, ROOT, STUDIES, seed_study
 
 
 def first_steps(task: str):
@@ -84,3 +88,56 @@ def runtime_rows(tmp):
         runs, spread, mean, total = cells
         rows.append(f"| `{task}` | {hypothesis} | {runs} | {steps} | {total} min | {spread} s, {mean} s |")
     return rows
+
+
+# H7 as its pre-registered stopping rule left it: the seeds whose three runs of a task had finished at 13:30 UTC
+# (docs/results/README.md, part 2, H7). The four other seeds ran after the stop; the ten-seed tables are study(task).
+AT_STOP = {"gd2po_toolcall": [0, 1, 2, 5, 6, 7], "gd2po_gsm8k_style": [0, 1, 2, 5, 6, 7]}
+
+
+def study_at_stop(task: str):
+    """A study's tables and per-run finals regenerated from its raw logs with only the seeds done at its
+    pre-registered stop (``seed_study --seeds``), as :func:`tests.helpers.figure_sources.study` gives all seeds'."""
+
+    def source(tmp):
+        out = Path(tmp) / f"{task}_at_stop"
+        if not (out / f"{task}.md").is_file():
+            with contextlib.redirect_stdout(io.StringIO()):  # it prints what it writes
+                seed_study().main(
+                    ["--task", task, "--from-logs", str(LOGS / f"{task}.json.gz"), "--docs-dir", str(out)]
+                    + [*STUDIES[task], "--seeds", *map(str, AT_STOP[task])]
+                )
+        rows = json.loads((out / f"{task}.json").read_text(encoding="utf-8"))
+        return (out / f"{task}.md").read_text(encoding="utf-8") + "".join(f"\n{row['final']!r}" for row in rows)
+
+    source.__qualname__ = f"study_at_stop:{task}"
+    return source
+
+
+def conflict_shares(tmp):
+    """H7's conflict metrics as its docs quote them (exploratory), per task, at the stop's six seeds and at all ten:
+    the least and greatest ``conflict/share`` over the three methods, and GD2PO's ``conflict/masked_share``,
+    ``conflict/kept_share`` and ``conflict/group_keep_ratio_min``; each run's mean over its steps, then the mean over
+    seeds, as seed_study's diagnostics table computes them. Only these, so that an edit to one does not pass as
+    another method's or metric's value."""
+    import statistics
+
+    from gdpo_trl.results.stats import mean_std
+
+    found = []
+    for task, stop in AT_STOP.items():
+        runs = seed_study().logged_study(seed_study().read_logs(LOGS / f"{task}.json.gz"))
+        for seeds in (stop, range(10)):
+
+            def mean(method, key, seeds=seeds, runs=runs):
+                per_run = [
+                    statistics.fmean(v for _, v in run.history[key])
+                    for m, s, run in runs
+                    if m == method and s in seeds
+                ]
+                return mean_std(per_run)[0]
+
+            shares = [mean(m, "conflict/share") for m in ("grpo", "gdpo", "gd2po")]
+            found += [min(shares), max(shares)]
+            found += [mean("gd2po", f"conflict/{k}") for k in ("masked_share", "kept_share", "group_keep_ratio_min")]
+    return found

@@ -7,6 +7,7 @@ their entries name both (:data:`PAGE`). A section is a regular expression search
 
 from __future__ import annotations
 
+from tests.helpers.figure_printed import demo_printout
 from tests.helpers.figure_real_sources import real_model_counts, real_model_steps
 from tests.helpers.figure_sources import (
     advantage_groups,
@@ -28,13 +29,18 @@ from tests.helpers.figure_sources import (
 )
 from tests.helpers.figure_study_sources import (
     committed,
+    conflict_shares,
     first_steps,
     lengths,
     runtime_rows,
+    study_at_stop,
     study_summary,
     study_summary_rows,
 )
 from tests.helpers.studies import LOGGED, PILOTS
+
+H7_AT_STOP = [study_at_stop("gd2po_toolcall"), study_at_stop("gd2po_gsm8k_style")]
+H7_TEN = [study("gd2po_toolcall"), study("gd2po_gsm8k_style")]
 
 PAGE = r"README\.md|docs/[a-z0-9_]+\.md"  # the README or a page of docs/ (not docs/results)
 
@@ -44,6 +50,17 @@ ROW_SOURCES = [
     (PAGE, r"Advantage collapse", advantage_rows),
     (r"docs/results/README\.md", r"Every comparison, with Holm", study_summary_rows),
     (r"docs/results/README\.md", r"Part 2: results$", runtime_rows),
+]
+
+# (file, section pattern, line pattern) -> a source of printed lines: a figure on a line that matches the pattern there
+# passes only if its whole line (stripped) is one of them (tests/helpers/figure_printed.py says why).
+LINE_SOURCES = [
+    (
+        r"README\.md",
+        r"Quick start",
+        r"step \d+/\d+ \||Training finished|metric |rewards/|reward |conflict/",
+        demo_printout,
+    ),
 ]
 
 # Tables that summarise several tables of their sources: a row's figures come from different source rows, so the
@@ -95,7 +112,11 @@ SOURCES = [
     (r"docs/results/README\.md", r"Addendum.*H6b", [agent_demo]),  # the shipped warm start's check and recipe run
     (r"docs/results/README\.md", r"Addendum.*H6c", [study("agent_midrange")]),  # quotes H6b's diagnostics
     (r"docs/results/README\.md", r"### H6c", [study("agent_scale6")]),
-    (r"docs/gd2po\.md", r"A pre-registered seed study", [study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
+    # H7: the six seeds of its pre-registered stop first, then the ten (four of them run after the stop); the conflict
+    # shares from a source of only those (tests/helpers/figure_study_sources.py's conflict_shares says why).
+    (r"docs/gd2po\.md", r"\(H7\)$", H7_AT_STOP),
+    (r"docs/gd2po\.md", r"\(H7\) > ### Ten seeds", H7_TEN),
+    (r"docs/gd2po\.md", r"\(H7\) > ### How often the rewards conflicted", [conflict_shares]),
     (
         r"docs/agents\.md",
         r"Does GDPO beat GRPO here",
