@@ -88,7 +88,12 @@ SOURCES = [
     (PAGE, r"Does GDPO beat GRPO", [every_study, study_summary]),
     # The studies' summary, from gdpo_trl/results/study_summary.py, and H7's (GD2PO) rows.
     (r"README\.md", r"## Results$", [study_summary, study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
-    (r"docs/results/README\.md", r"### H7", [study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
+    # H7 as in docs/gd2po.md: the six seeds of its stop lead, the ten seeds and the conflict shares in sections of
+    # their own, each with its own sources only.
+    (r"docs/results/README\.md", r"### H7,[^>]*$", H7_AT_STOP),
+    (r"docs/results/README\.md", r"### H7,.* > #### At the pre-registered stop", H7_AT_STOP),
+    (r"docs/results/README\.md", r"### H7,.* > #### Ten seeds", H7_TEN),
+    (r"docs/results/README\.md", r"### H7,.* > #### How often the rewards conflicted", [conflict_shares]),
     (PAGE, r"Tool calling: the paper", [toolcall_demo, toolrl_sample_rows]),
     (PAGE, r"Does GDPO learn better here", [compare_demo]),
     (PAGE, r"Multi-turn agents", [agent_demo]),
