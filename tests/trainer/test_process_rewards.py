@@ -160,9 +160,7 @@ def test_trainer_trains_on_token_advantages_and_logs_one_number_per_completion(t
         assert trained[mask == 0].abs().sum() == 0 and trained[mask == 1].abs().sum() > 0
     # The completions table: one advantage per completion, its mean over valid tokens; the process reward's column
     # is the mean step score (NaN without steps).
-    torch.testing.assert_close(
-        torch.tensor(list(trainer._logs["advantages"]))[-8:], completion_means(expected, mask)
-    )
+    torch.testing.assert_close(torch.tensor(list(trainer._logs["advantages"]))[-8:], completion_means(expected, mask))
     step_means = [
         (sum(s for _, s in steps) / len(steps)) if steps else NAN
         for steps in (char_steps(completions=[t])[0] for t in recorder.texts[-1])
@@ -172,7 +170,9 @@ def test_trainer_trains_on_token_advantages_and_logs_one_number_per_completion(t
     last = trainer.state.log_history[1]
     num_steps = sum(len(char_steps(completions=[t])[0] or []) for t in recorder.texts[-1])
     assert last["rewards/char_steps/steps_per_completion"] == pytest.approx(num_steps / 8)
-    assert last["rewards/char_steps/advantage_share"] + last["rewards/parity_reward/advantage_share"] == pytest.approx(1)
+    assert last["rewards/char_steps/advantage_share"] + last["rewards/parity_reward/advantage_share"] == pytest.approx(
+        1
+    )
     assert 0 <= last["rewards/char_steps/step_mean"] <= 1
 
 
@@ -202,7 +202,10 @@ def test_hook_must_return_token_advantages(tiny_model_path, tmp_path):
             return torch.zeros(rewards.shape[0])
 
     trainer = PerCompletion(
-        tiny_model_path, reward_funcs=[parity_reward, char_steps], args=toy_config(tmp_path), train_dataset=toy_dataset()
+        tiny_model_path,
+        reward_funcs=[parity_reward, char_steps],
+        args=toy_config(tmp_path),
+        train_dataset=toy_dataset(),
     )
     with pytest.raises(ValueError, match="finite token advantages of shape"):
         trainer.train()
@@ -230,50 +233,6 @@ def test_two_processes_get_the_advantages_of_one_process(tiny_model_path, tmp_pa
             trained = torch.tensor(ranks[rank]["advantages"][step])
             torch.testing.assert_close(trained, expected[rank * 8 : (rank + 1) * 8, : widths[rank]])
             assert expected[rank * 8 : (rank + 1) * 8, widths[rank] :].abs().sum() == 0
-
-
-# --- the equations reward -----------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "steps"),
-    [
-        ("<think>3*4=12</think>\n<answer>12</answer>", [(21, 1.0)]),  # the warm start's trace: ends with its line
-        ("<think>3*4=13</think>\n<answer>13</answer>", [(21, 0.0)]),
-        ("3*4=12, 12+5=18\nthen 2 + 3 * 4 = 14", [(6, 1.0), (15, 0.0), (35, 1.0)]),  # two on one line
-        ("10 / 3 = 3.33\n10/3=3\n7-2-1=4", [(13, 1.0), (20, 0.0), (28, 1.0)]),
-        ("1,200 + 0.5 = 1200.5 dollars", [(28, 1.0)]),
-        ("5 - 8 = -3 and 2 / 0 = 1", [(10, 1.0), (24, 0.0)]),
-        ("Natalia sold 48/2 = <<48/2=24>>24 clips", [(39, 1.0)]),
-        ("no arithmetic: 12 = 12", None),
-        ("", None),
-    ],
-)
-def test_equation_steps(text, steps):
-    from gdpo_trl.rewards.equations import equation_steps
-
-    assert equation_steps(text) == steps
-
-
-def test_equations_is_a_registered_process_reward_on_conversational_completions():
-    from gdpo_trl.rewards import get_reward_func
-
-    reward = get_reward_func("equations")
-    assert is_process_reward(reward) and reward.__name__ == "equations_reward"
-    completions = [[{"role": "assistant", "content": "2*3=6\n"}], [{"role": "assistant", "content": "six"}]]
-    assert reward(completions=completions) == [[(5, 1.0)], None]
-
-
-def test_equations_score_the_warm_start_traces():
-    import random
-
-    from gdpo_trl.rewards.equations import equations_reward
-    from gdpo_trl.tasks.warmstart import make_trace, warmstart_problems
-
-    rng = random.Random(0)
-    traces = [make_trace(row, rng)[0] for row in warmstart_problems(20)]
-    steps = equations_reward(completions=traces)
-    assert all(s is not None and len(s) == 1 and s[0][1] == 1.0 for s in steps)  # one right equation each
 
 
 def test_text_that_is_not_the_decoded_ids_is_refused():
