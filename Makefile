@@ -46,18 +46,18 @@ test-fast: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not vllm and not docs"
 
 # Every shell block of README.md and docs/*.md not marked <!-- gpu --> or <!-- slow -->, run as written in reading
-# order on a fresh clone of HEAD after `make demo`, each within 5 minutes (tests/docs/test_documented_commands.py).
+# order on a fresh clone of HEAD after `make demo`, each within 5 minutes (tests/docs/test_documented_runs.py).
 # The structure checks of the same file (blocks marked, output folders, GPU recipes parsed) run in `make test`.
 # Measured on the shared 2-core machine (load 4-5): 14.1 and 15.5 min for 19 blocks, the longest 227 s (make
 # eval-demo under load; 63 s in the other run). With `make test`'s 6-10 min that would pass the ~30 min CI budget
 # under heavier load, so it stays out of `make test`.
 test-docs: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -s -m docs tests/docs/test_documented_commands.py
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -s -m docs tests/docs/test_documented_runs.py
 
 # The same with the <!-- slow --> blocks too, on a clone that builds its own .venv: the quick start (make demo, make
 # test), the installs, the comparisons and benchmarks, make test-vllm. Hours, not minutes.
 docs-slow: install
-	GDPO_DOCS_SLOW=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -s -m docs tests/docs/test_documented_commands.py
+	GDPO_DOCS_SLOW=1 HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -s -m docs tests/docs/test_documented_runs.py
 
 # Two accelerate machines on 127.0.0.1, and scripts/slurm_train.sh under a real single-host Slurm. Installs slurm-wlm
 # and munge with apt first when run as root (scripts/setup_slurm_test.sh); otherwise the Slurm tests report a skip.

@@ -1,7 +1,7 @@
 """Every Python block of the README marked ``<!-- runnable -->`` runs, offline, as written: with the Python that runs
 the tests, in its own temporary folder, with this checkout first on PYTHONPATH, and does what the README says it does:
 each block is followed by a probe of its own (:data:`PROBES`) that prints, as one JSON line, what the block left
-behind. (Shell blocks are run by tests/docs/test_documented_commands.py.)
+behind. (Shell blocks are run by tests/docs/test_documented_runs.py.)
 """
 
 import json
