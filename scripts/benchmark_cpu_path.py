@@ -52,7 +52,16 @@ def recipe_step(path: str, args, scratch: Path) -> dict:
     out = scratch / f"{path}-{time.monotonic_ns()}"
     data = ["--dataset_name", str(Path(args.data) / "train.jsonl")] if args.data else []
     command = gdpo("train", "--config", str(RECIPE), "--max_steps", str(args.steps), "--output_dir", str(out))
-    command += ["--save_strategy", "no", "--disable_tqdm", "true", *data, *overrides]
+    command += [
+        "--save_strategy",
+        "no",
+        "--disable_tqdm",
+        "true",
+        "--model_name_or_path",
+        args.model,
+        *data,
+        *overrides,
+    ]
     rss = scratch / "rss.txt"
     env = {**os.environ, "OMP_WAIT_POLICY": policy, "HF_HUB_OFFLINE": "1"}
     subprocess.run(["/usr/bin/time", "-o", str(rss), "-f", "%M", *command], env=env, check=True, capture_output=True)
@@ -61,10 +70,13 @@ def recipe_step(path: str, args, scratch: Path) -> dict:
         "step_seconds": [round(e["step_time"], 1) for e in logs],
         "completion_tokens": [round(e["completions/mean_length"] * 16) for e in logs],
         "peak_gb": round(int(rss.read_text().split()[-1]) / 2**20, 2),
+        # Each step's reward means and loss: two runs of one path on one machine must log the same (reproducibility).
+        "rewards": [[e[f"rewards/{r}_reward/mean"] for r in ("format", "correctness", "integer")] for e in logs],
+        "loss": [e["loss"] for e in logs],
     }
 
 
-def generate(threads: int) -> dict:
+def generate(threads: int, model: str) -> dict:
     """16 x 64 sampled tokens of the format start in the lean dtype (run in a child: the wait policy is read once)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -74,7 +86,7 @@ def generate(threads: int) -> dict:
     from gdpo_trl.data.gsm8k import load_gsm8k
 
     torch.set_num_threads(threads)
-    path = resolve_model(MODEL)
+    path = resolve_model(model)
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
     dtype = choose_cpu_dtype("auto")[0]
     model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
@@ -91,7 +103,7 @@ def generate(threads: int) -> dict:
     return {"seconds": round(seconds, 1), "tokens_per_second": round(16 * 64 / seconds, 1), "dtype": dtype}
 
 
-def threads_under_load(busy: int, limit: float) -> list[dict]:
+def threads_under_load(busy: int, limit: float, model: str) -> list[dict]:
     """Each thread count and wait policy, on the machine as it is and beside ``busy`` spinning processes."""
     rows = []
     for load in (0, busy):
@@ -100,7 +112,7 @@ def threads_under_load(busy: int, limit: float) -> list[dict]:
             time.sleep(2 if load else 0)
             for threads, policy in [(2, "ACTIVE"), (2, "PASSIVE"), (1, "ACTIVE"), (1, "PASSIVE")]:
                 env = {**os.environ, "OMP_WAIT_POLICY": policy}
-                command = [sys.executable, __file__, "--_generate", str(threads)]
+                command = [sys.executable, __file__, "--_generate", str(threads), "--model", model]
                 row = {"busy_processes": load, "threads": threads, "wait_policy": policy, "load": os.getloadavg()[0]}
                 try:
                     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=limit, check=True)
@@ -139,9 +151,11 @@ def bounds() -> dict:
 
 
 def evaluation(args, dtype: str, scratch: Path) -> float:
-    """Minutes for `gdpo eval` greedy on the first 200 GSM8K test problems."""
+    """Minutes for `gdpo eval` greedy on the first 200 GSM8K test problems (the lean dtype's into ``--eval_dir``
+    when given: the same command as study H8's evaluation of the start, which can reuse it)."""
+    out = Path(args.eval_dir) if args.eval_dir and dtype != "float32" else scratch / f"eval-{dtype}"
     start = time.perf_counter()
-    command = gdpo("eval", "--model", MODEL, "--dataset", str(Path(args.data) / "test.jsonl"), "--limit", "200")
+    command = gdpo("eval", "--model", args.model, "--dataset", str(Path(args.data) / "test.jsonl"), "--limit", "200")
     command += [
         "--max_new_tokens",
         "256",
@@ -150,7 +164,7 @@ def evaluation(args, dtype: str, scratch: Path) -> float:
         "--dtype",
         dtype,
         "--output_dir",
-        str(scratch / f"eval-{dtype}"),
+        str(out),
     ]
     subprocess.run(command, check=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     return round((time.perf_counter() - start) / 60, 1)
@@ -166,18 +180,20 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=4, help="spinning processes for the busy-machine rows (default 4)")
     parser.add_argument("--thread_limit", type=float, default=240.0, help="seconds before a generation row is stopped")
     parser.add_argument("--eval_before", action="store_true", help="also time the evaluation in float32 (slow)")
+    parser.add_argument("--model", default=MODEL, help=f"the model (default {MODEL}, the recipe's)")
+    parser.add_argument("--eval_dir", help="keep the lean dtype's evaluation here (default: a temporary folder)")
     parser.add_argument("--output", default=str(OUT))
     parser.add_argument("--_generate", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._generate:
-        print(json.dumps(generate(args._generate)))
+        print(json.dumps(generate(args._generate, args.model)))
         return
 
     from gdpo_trl.core.cpu_speed import choose_cpu_dtype
     from gdpo_trl.core.plugins import resolve_model
     from gdpo_trl.models.shipped import machine
 
-    resolve_model(MODEL)  # convert and merge once, outside the timings
+    resolve_model(args.model)  # convert (and merge) once, outside the timings
     load = [round(x, 2) for x in os.getloadavg()]
     runs = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -191,7 +207,7 @@ def main() -> None:
             evals[dtype] = evaluation(args, dtype, Path(tmp))
             if args.eval_before and dtype != "float32":
                 evals["float32"] = evaluation(args, "float32", Path(tmp))
-    threads = threads_under_load(args.busy, args.thread_limit)
+    threads = threads_under_load(args.busy, args.thread_limit, args.model)
     steps = {path: [t for run in found for t in run["step_seconds"][1:]] for path, found in runs.items()}
     result = {
         "step_seconds_before": statistics.median(steps["before"]),
@@ -206,7 +222,7 @@ def main() -> None:
         "runs": runs,
         "threads": threads,
         "bounds": bounds(),
-        "setup": f"{MODEL}, recipes/cpu/smollm2_gdpo, {args.rounds} runs x {args.steps} steps per path (first left out)",
+        "setup": f"{args.model}, recipes/cpu/smollm2_gdpo, {args.rounds} runs x {args.steps} steps per path (first left out)",
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(result, indent=2) + "\n")

@@ -18,11 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gdpo_trl.models.shipped import machine  # the venv running this has gdpo-trl installed (make test-vllm)
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs/results/real_model/generation_speed.json"
-sys.path.insert(0, str(ROOT))
-
-from gdpo_trl.models.shipped import machine  # noqa: E402
 
 
 def run_eval(model: str, backend: str, args, out: Path) -> dict:

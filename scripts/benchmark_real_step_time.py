@@ -18,40 +18,26 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch
-import yaml
-from benchmark_trainer import StepTimer  # noqa: E402 - the synthetic benchmark's per-step timer (scripts/ is on sys.path)
-from peft import LoraConfig
-from trl import GRPOConfig, GRPOTrainer
-
-from gdpo_trl import GDPOConfig, GDPOTrainer
-from gdpo_trl.core.plugins import resolve_model
-from gdpo_trl.data.gsm8k import load_gsm8k, with_system_prompt
-from gdpo_trl.models.shipped import machine
-from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
-
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes/cpu/smollm2_gdpo/config.yaml"
 OUT = ROOT / "docs/results/real_model/step_time.json"
 
 
 def run(trainer_cls, config_cls, model, dataset, args, output_dir) -> list[float]:
-    config = config_cls(
-        output_dir=output_dir,
-        multi_objective_aggregation="normalize_then_sum",
-        per_device_train_batch_size=args.prompts * args.generations,
-        num_generations=args.generations,
-        max_completion_length=args.tokens,
+    from benchmark_trainer import StepTimer, cpu_config  # the synthetic benchmark's timer and settings (scripts/)
+    from peft import LoraConfig
+
+    from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
+
+    config = cpu_config(
+        config_cls,
+        output_dir,
+        batch=args.prompts * args.generations,
+        generations=args.generations,
+        tokens=args.tokens,
+        steps=args.steps,
         temperature=1.0,
         learning_rate=1e-4,
-        max_steps=args.steps,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=1,
-        bf16=False,
-        use_cpu=True,
-        disable_tqdm=True,
-        seed=0,
     )
     timer = StepTimer()
     lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
@@ -82,6 +68,16 @@ def main():
         help="e.g. the recipe's SFT warm start (outputs/smollm2-gsm8k-sft), whose rewards are not all 0",
     )
     args = parser.parse_args()
+    # Imported after parsing, so --help answers without loading torch and TRL.
+    import torch
+    import yaml
+    from trl import GRPOConfig, GRPOTrainer
+
+    from gdpo_trl import GDPOConfig, GDPOTrainer
+    from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.data.gsm8k import load_gsm8k, with_system_prompt
+    from gdpo_trl.models.shipped import machine
+
     torch.set_num_threads(args.threads)
 
     model = resolve_model(args.model)

@@ -86,6 +86,7 @@ def run(args) -> None:
         started = time.monotonic()
         if arm == "start":
             evaluate(START, data, out, log)
+            print(f"{time.strftime('%H:%M:%S')} start evaluated ({time.monotonic() - started:.0f} s)", flush=True)
             continue
         if not trained(arm, out):
             print(f"{time.strftime('%H:%M:%S')} train {arm} seed {seed}", flush=True)
