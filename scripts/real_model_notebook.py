@@ -22,7 +22,7 @@ class ClippedGDPO(GDPOTrainer):
 
 
 trainer = ClippedGDPO(
-    "outputs/smollm2-gsm8k-sft",
+    "builtin:smollm2-135m-gsm8k-format",  # the shipped format start
     reward_funcs=[format_reward, correctness_reward, integer_reward],
     args=GDPOConfig(
         output_dir="outputs/smollm2-notebook",
