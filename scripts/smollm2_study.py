@@ -9,11 +9,13 @@ evaluated once, first. Run it in the background, niced, and run it again after a
 
     nohup nice -n 10 python scripts/smollm2_study.py run --data DATA > outputs/smollm2_gdpo_grpo.log 2>&1 &
     python scripts/smollm2_study.py status
+    python scripts/smollm2_study.py analyze   # once every run is evaluated: tables, raw logs and completions
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -106,15 +108,110 @@ def status(args) -> None:
         print(f"{arm:6} seed {seed!s:4} trained {done_train!s:5} evaluated {done_eval!s:5} {' '.join(checkpoints)}")
 
 
+OUTCOMES = {"format": "format_rate", "integer": "integer_rate", "correctness": "pass@1"}
+SECONDARY = {"clipped": "truncated_fraction", "length": "mean_completion_tokens"}
+DIFFERENCES = (("gdpo", "grpo"), ("gdpo", "sft"), ("grpo", "sft"))
+
+
+def run_outcomes(evaluation: Path) -> dict:
+    """One evaluation's primary and secondary outcomes, with format among the completions not cut at the limit."""
+    metrics = json.loads((evaluation / "summary.json").read_text())["metrics"]
+    rows = [json.loads(line) for line in (evaluation / "completions.jsonl").read_text().splitlines()]
+    uncut = [r["rewards"][0]["format"] for r in rows if not r["truncated"][0]]
+    found = {name: metrics[key] for name, key in {**OUTCOMES, **SECONDARY}.items()}
+    return found | {"format_uncut": sum(uncut) / len(uncut) if uncut else None}
+
+
+def analysis(root: Path) -> dict:
+    """The pre-registered statistic over the seeds whose three arms are all evaluated (the stopping rule): per arm
+    mean and std of each outcome; each difference with Welch's test, the 95% bootstrap CI and its verdict; Holm over
+    the nine primary comparisons; H8a's and H8b's verdicts."""
+    from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
+
+    runs = {(arm, seed): run_outcomes(evaluation(root / f"{arm}-seed{seed}")) for seed in SEEDS for arm in ARMS
+            if (evaluation(root / f"{arm}-seed{seed}") / "summary.json").is_file()}  # fmt: skip
+    seeds = [seed for seed in SEEDS if all((arm, seed) in runs for arm in ARMS)]
+    if len(seeds) < 2:
+        raise SystemExit(f"{len(seeds)} seed(s) with all three arms evaluated: the statistic needs at least 2")
+    values = {(arm, name): [runs[arm, seed][name] for seed in seeds] for arm in ARMS for name in OUTCOMES}
+    comparisons = []
+    for first, second in DIFFERENCES:
+        for name in OUTCOMES:
+            a, b = values[first, name], values[second, name]
+            ci = bootstrap_diff_ci(a, b, seed=0)
+            comparisons.append({"difference": f"{first} - {second}", "outcome": name, "diff": sum(a) / len(a) - sum(b) / len(b),
+                                "ci": list(ci), "p": welch_t_test(a, b).p, "verdict": verdict(ci)})  # fmt: skip
+    for row, adjusted in zip(comparisons, holm_adjusted([row["p"] for row in comparisons]), strict=True):
+        row |= {"holm_p": adjusted, "holds_under_holm": row["verdict"] != "level" and adjusted <= 0.05}
+
+    def reading(difference: str) -> str:
+        rows = [r for r in comparisons if r["difference"] == difference]
+        if any(r["verdict"] == "behind" and r["holds_under_holm"] for r in rows):
+            return "contradicted"
+        return "supported" if any(r["verdict"] == "ahead" and r["holds_under_holm"] for r in rows) else "not supported"
+
+    return {
+        "seeds": seeds,
+        "start": run_outcomes(root / "eval-start") if (root / "eval-start" / "summary.json").is_file() else None,
+        "runs": [{"arm": arm, "seed": seed, **runs[arm, seed]} for seed in seeds for arm in ARMS],
+        "arms": {arm: {name: mean_std(values[arm, name]) for name in OUTCOMES} for arm in ARMS},
+        "comparisons": comparisons,
+        "verdicts": {
+            "H8a gdpo - grpo": reading("gdpo - grpo"),
+            "H8b gdpo - sft": reading("gdpo - sft"),
+            "H8b grpo - sft": reading("grpo - sft"),
+        },  # fmt: skip
+    }
+
+
+def analyze(args) -> None:
+    """Write docs/results/smollm2_gdpo_grpo.json and .md, the runs' training logs (logs/smollm2_gdpo_grpo.json.gz)
+    and every evaluation's summary and completions (docs/results/smollm2_gdpo_grpo/)."""
+    import gzip
+    import shutil
+
+    root, docs = Path(args.out), Path(args.docs)
+    result = analysis(root)
+    (docs / f"{STUDY}.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [f"# {STUDY}: arm means ± std over seeds {result['seeds']}", "", "| arm | " + " | ".join(OUTCOMES) + " |",
+             "|---|" + "---:|" * len(OUTCOMES)]  # fmt: skip
+    lines += [
+        f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["arms"][arm].values()) + " |"
+        for arm in ARMS
+    ]
+    lines += [
+        "",
+        "| difference | outcome | diff | 95% CI | Welch p | Holm p | verdict |",
+        "|---|---|---:|---|---:|---:|---|",
+    ]
+    lines += [f"| {c['difference']} | {c['outcome']} | {c['diff']:+.3f} | [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | "
+              f"{c['p']:.3g} | {c['holm_p']:.3g} | {c['verdict']}{'' if c['holds_under_holm'] else ' (not under Holm)'} |"
+              for c in result["comparisons"]]  # fmt: skip
+    lines += ["", *(f"- {name}: {value}" for name, value in result["verdicts"].items())]
+    (docs / f"{STUDY}.md").write_text("\n".join(lines) + "\n")
+    logs = {f"{arm}-seed{seed}": json.loads((root / f"{arm}-seed{seed}" / "trainer_state.json").read_text())["log_history"]
+            for seed in result["seeds"] for arm in ("gdpo", "grpo")}  # fmt: skip
+    with gzip.open(docs / "logs" / f"{STUDY}.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump(logs, handle)
+    for folder in sorted(root.glob("eval-*")):
+        target = docs / STUDY / folder.name
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(folder / "summary.json", target / "summary.json")
+        with (folder / "completions.jsonl").open("rb") as src, gzip.open(target / "completions.jsonl.gz", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    print(f"wrote {docs / STUDY}.json, .md, logs/{STUDY}.json.gz and {docs / STUDY}/")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["run", "status"])
+    parser.add_argument("command", choices=["run", "status", "analyze"])
     parser.add_argument("--data", help="the GSM8K folder (train.jsonl, test.jsonl), for run")
     parser.add_argument("--out", default=str(ROOT / "outputs" / STUDY), help=f"default: outputs/{STUDY}")
+    parser.add_argument("--docs", default=str(ROOT / "docs" / "results"), help="where analyze writes (docs/results)")
     args = parser.parse_args()
     if args.command == "run" and not args.data:
         parser.error("run needs --data (the GSM8K folder)")
-    (run if args.command == "run" else status)(args)
+    {"run": run, "status": status, "analyze": analyze}[args.command](args)
 
 
 if __name__ == "__main__":

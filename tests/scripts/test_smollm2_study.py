@@ -1,0 +1,73 @@
+"""Study H8's analysis (scripts/smollm2_study.py analyze) on a made-up study folder: the stopping rule's seeds, the
+pre-registered differences with Holm over the nine primary comparisons, the verdicts and the files it writes."""
+
+import gzip
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from gdpo_trl.results.stats import holm_adjusted, welch_t_test
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "smollm2_study.py"
+
+
+@pytest.fixture(scope="module")
+def study():
+    spec = importlib.util.spec_from_file_location("smollm2_study", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FORMAT = {"gdpo": [0.80, 0.82, 0.84], "grpo": [0.70, 0.71, 0.69], "sft": [0.50, 0.55, 0.45]}
+
+
+def evaluation(folder: Path, format_rate: float, seed: int) -> None:
+    """200 greedy completions: format 1 on the first format_rate x 200, which are the ones not cut at the limit."""
+    folder.mkdir(parents=True)
+    good = round(format_rate * 200)
+    rows = [{"completions": ["..."], "truncated": [i >= good],
+             "rewards": [{"format": float(i < good), "integer": 0.5, "correctness": 0.0}]} for i in range(200)]  # fmt: skip
+    metrics = {"format_rate": format_rate, "integer_rate": 0.5 + 0.01 * seed, "pass@1": 0.01 * seed,
+               "truncated_fraction": 1 - good / 200, "mean_completion_tokens": 150.0}  # fmt: skip
+    (folder / "summary.json").write_text(json.dumps({"metrics": metrics}))
+    (folder / "completions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_analysis_follows_the_preregistration(study, tmp_path):
+    root, docs = tmp_path / "study", tmp_path / "docs"
+    (docs / "logs").mkdir(parents=True)
+    for arm, rates in FORMAT.items():
+        for seed, rate in enumerate(rates):
+            evaluation(root / f"eval-{arm}-seed{seed}", rate, seed)
+            (root / f"{arm}-seed{seed}").mkdir()
+            (root / f"{arm}-seed{seed}" / "trainer_state.json").write_text(json.dumps({"log_history": [{"step": 1}]}))
+    evaluation(root / "eval-gdpo-seed3", 0.9, 3)  # seed 3 has one arm only: left out by the stopping rule
+    evaluation(root / "eval-start", 0.49, 0)
+
+    result = study.analysis(root)
+    assert result["seeds"] == [0, 1, 2]
+    assert result["start"]["format"] == 0.49 and result["start"]["format_uncut"] == 1.0
+    first = result["comparisons"][0]
+    assert (first["difference"], first["outcome"]) == ("gdpo - grpo", "format")
+    assert first["diff"] == pytest.approx(0.82 - 0.70)
+    assert first["p"] == pytest.approx(welch_t_test(FORMAT["gdpo"], FORMAT["grpo"]).p)
+    assert len(result["comparisons"]) == 9
+    assert [c["holm_p"] for c in result["comparisons"]] == holm_adjusted([c["p"] for c in result["comparisons"]])
+    assert result["arms"]["sft"]["format"][0] == pytest.approx(0.5)
+
+    study.analyze(type("Args", (), {"out": str(root), "docs": str(docs)}))
+    table = (docs / "smollm2_gdpo_grpo.md").read_text()
+    assert "| gdpo - grpo | format | +0.120 |" in table
+    assert json.loads((docs / "smollm2_gdpo_grpo.json").read_text())["seeds"] == [0, 1, 2]
+    with gzip.open(docs / "logs" / "smollm2_gdpo_grpo.json.gz", "rt") as handle:
+        assert set(json.load(handle)) == {f"{arm}-seed{s}" for arm in ("gdpo", "grpo") for s in range(3)}
+    assert (docs / "smollm2_gdpo_grpo" / "eval-start" / "completions.jsonl.gz").is_file()
+
+
+def test_fewer_than_two_complete_seeds_is_refused(study, tmp_path):
+    evaluation(tmp_path / "eval-gdpo-seed0", 0.8, 0)
+    with pytest.raises(SystemExit, match="0 seed"):
+        study.analysis(tmp_path)
