@@ -69,9 +69,9 @@ def bound_completions_logging(args, argv: list[str] = (), on_cpu: bool | None = 
         return
     asked = any(item.split("=", 1)[0] == "--num_completions_to_print" for item in argv)
     if on_cpu is None:
-        from gdpo_trl.core.cpu_speed import accelerator_available
+        from gdpo_trl.core.cpu_speed import trains_on_cpu
 
-        on_cpu = bool(getattr(args, "use_cpu", False)) or not accelerator_available()
+        on_cpu = trains_on_cpu(args)
     if on_cpu and not asked:
         args.num_completions_to_print = (
             0  # TRL prints nothing for 0 (trl.trainer.utils.print_prompt_completions_sample)

@@ -22,7 +22,7 @@ from gdpo_trl.core.config_checks import (
     is_number,
     launched_processes,
 )
-from gdpo_trl.core.cpu_speed import CPU_DTYPES, accelerator_available, cpu_dtype_choice
+from gdpo_trl.core.cpu_speed import CPU_DTYPES, cpu_dtype_choice, trains_on_cpu
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.noise import quiet_known_warnings
 
@@ -183,15 +183,16 @@ class GDPOConfig(GRPOConfig):
         self.reward_weights = as_weights(self.reward_weights, "reward_weights")
         self.reward_weights_final = as_weights(self.reward_weights_final, "reward_weights_final")
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
-        if self.cpu_dtype is not None and (self.use_cpu or not accelerator_available()):
+        on_cpu = trains_on_cpu(self)
+        if self.cpu_dtype is not None and on_cpu:
             dtype = cpu_dtype_choice(self.cpu_dtype)[0]  # the weights load in it and autocast computes in it
             self.bf16 = dtype == "bfloat16"
             if self.model_init_kwargs is None or isinstance(self.model_init_kwargs, dict):
                 self.model_init_kwargs = {**(self.model_init_kwargs or {}), "dtype": dtype}
-        if self.bf16 is None and not self.fp16 and (self.use_cpu or not accelerator_available()):
+        if self.bf16 is None and not self.fp16 and on_cpu:
             # TRL turns bf16 on by default, which transformers refuses on a CPU-only machine; follow the hardware.
             self.bf16 = False
-        if self.dataloader_pin_memory and (self.use_cpu or not accelerator_available()):
+        if self.dataloader_pin_memory and on_cpu:
             self.dataloader_pin_memory = False  # pinning needs an accelerator; torch warns at every epoch otherwise
         super().__post_init__()
         if self.multi_objective_aggregation not in AGGREGATIONS:

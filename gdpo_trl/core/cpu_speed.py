@@ -78,6 +78,11 @@ def accelerator_available() -> bool:
     return torch.cuda.is_available() or bool(xpu and xpu.is_available()) or torch.backends.mps.is_available()
 
 
+def trains_on_cpu(args) -> bool:
+    """Whether a run with TrainingArguments ``args`` trains on the CPU: asked to (``use_cpu``), or no accelerator."""
+    return bool(getattr(args, "use_cpu", False)) or not accelerator_available()
+
+
 def quiet_thread_waits(environ=os.environ) -> None:
     """Make OpenMP's idle threads sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE``) unless the user chose a
     policy; call before torch is imported (it is read once, when the OpenMP runtime loads). Waiting changes only

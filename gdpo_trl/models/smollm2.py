@@ -12,6 +12,7 @@ pip does not scan (``make install`` does), and only the GGUF file is read from t
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -81,6 +82,13 @@ def adapter_sha256(folder: Path) -> str:
     return tensors_sha256(Path(folder) / ADAPTER_WEIGHTS)
 
 
+@functools.cache
+def _verified_hash(folder: Path) -> str:
+    """:func:`adapter_sha256` once per process and folder: a run resolves its model several times (early checks,
+    free space, the trainer), and the adapter does not change under it."""
+    return adapter_sha256(folder)
+
+
 def shipped_format_record() -> dict:
     """The shipped adapter's build record (``build.json``: recipe, dtype, machine, SHA-256, starting rates)."""
     return json.loads((SHIPPED_FORMAT / "build.json").read_text())
@@ -108,7 +116,7 @@ def build_builtin_smollm2_format(name: str, seed: int = 0) -> str:
     if seed:
         raise InputError(f"builtin:{name}@{seed}: the format start ships for seed 0 only; drop '@{seed}'")
     expected = shipped_format_record()["adapter_sha256"]
-    found = adapter_sha256(SHIPPED_FORMAT)
+    found = _verified_hash(SHIPPED_FORMAT)
     if found != expected:
         raise InputError(
             f"{SHIPPED_FORMAT / ADAPTER_WEIGHTS} does not hash as shipped ({found[:12]} != {expected[:12]}): "
@@ -120,7 +128,8 @@ def build_builtin_smollm2_format(name: str, seed: int = 0) -> str:
     def build(tmp: Path) -> None:
         print(f"Merging the GSM8K format adapter into {base.name} once for this machine ...", file=sys.stderr)
         build_here_or_apart(merge_adapter, base, SHIPPED_FORMAT, tmp, what=name)
-        record = {**source_record(base), "model": f"{source_record(base)['model']} + the GSM8K format adapter"}
+        origin = source_record(base)
+        record = {**origin, "model": f"{origin['model']} + the GSM8K format adapter"}
         (tmp / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
 
     return str(_cached_build(target, build))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gdpo_trl.core.cpu_speed import accelerator_available, cpu_dtype_choice
+from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
 from gdpo_trl.core.errors import InputError, input_stage
 from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data.sources import environment_factory, is_generated, load_source
@@ -100,7 +100,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         "attn_implementation": model_args.attn_implementation,
         **(training_args.model_init_kwargs or {}),
     }
-    if training_args.cpu_dtype is not None and (training_args.use_cpu or not accelerator_available()):
+    if training_args.cpu_dtype is not None and trains_on_cpu(training_args):
         if training_args.process_index == 0:  # GDPOConfig set bf16 and model_init_kwargs' dtype from this choice
             print(f"dtype {cpu_dtype_choice(training_args.cpu_dtype)[1]}", flush=True)
 
