@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.requirements import require_module
+from tests.helpers.requirements import require_module, require_smollm2
 
 DEV = 'the dev extra: pip install -e ".[dev]"'
 nbformat = require_module("nbformat", DEV)
@@ -46,18 +46,6 @@ MAX_PNG_BYTES = 120_000
 
 def committed() -> list[Path]:
     return sorted(NOTEBOOKS.glob("*.ipynb"))
-
-
-def require_smollm2() -> None:
-    """Skip, naming what to install, where SmolLM2's GGUF file or its reader is missing (as tests/models does)."""
-    from gdpo_trl.core.errors import InputError
-    from gdpo_trl.models.smollm2 import install_hint, smollm2_gguf
-
-    require_module("gguf", install_hint())
-    try:
-        smollm2_gguf()
-    except InputError as err:
-        pytest.skip(str(err))
 
 
 def outputs_text(nb) -> str:

