@@ -4,10 +4,12 @@ run as pre-registered in docs/results/README.md; resumable, so it can go on acro
 Each (seed, arm) is one job: train (GDPO and GRPO through ``gdpo train`` with the SmolLM2 recipes, checkpoints every
 2 steps and resumed from the newest; the control through ``python -m gdpo_trl.tasks.smollm2_sft --control``), then
 ``gdpo eval`` greedy on the first 200 GSM8K test problems. Jobs go seed-major (seed 0's three arms, then seed 1's),
-so a study cut short stays balanced across arms; a finished job is never run again. The format start itself is
-evaluated once, first. Run it in the background, niced, and run it again after a stop to go on::
+so a study cut short stays balanced across arms; a finished job is never run again; ``--workers 2`` runs two jobs at
+a time with one torch thread each, about twice the work per hour on a 2-core machine (docs/results/README.md, H8's
+second amendment). Each job's output goes to ``<job>.log`` beside it. The format start itself is evaluated once,
+first. Run it in the background, niced, and run it again after a stop to go on::
 
-    nohup nice -n 10 python scripts/smollm2_study.py run --data DATA > outputs/smollm2_gdpo_grpo.log 2>&1 &
+    nohup nice -n 10 python scripts/smollm2_study.py run --data DATA --workers 2 > outputs/smollm2_gdpo_grpo.log 2>&1 &
     python scripts/smollm2_study.py status
     python scripts/smollm2_study.py analyze   # once every run is evaluated: tables, raw logs and completions
 """
@@ -51,21 +53,23 @@ def trained(arm: str, out: Path) -> bool:
     return (out / "build.json").is_file() if arm == "sft" else (out / "trainer_state.json").is_file()
 
 
-def run_logged(command: list[str], log: Path) -> None:
-    """Run ``command`` with its output appended to ``log``; a failure stops the study (run it again to retry)."""
+def run_logged(command: list[str], log: Path, threads: int | None = None) -> None:
+    """Run ``command`` with its output appended to ``log`` and ``threads`` torch threads (OMP_NUM_THREADS; None leaves
+    torch's choice); a failure stops the job (run the study again to retry)."""
     with log.open("a") as handle:
         handle.write(f"\n$ {' '.join(command)}\n")
         handle.flush()
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        env |= {"OMP_NUM_THREADS": str(threads)} if threads else {}
         done = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     if done.returncode:
-        raise SystemExit(f"failed (exit {done.returncode}): {' '.join(command)}; see {log}")
+        raise RuntimeError(f"failed (exit {done.returncode}): {' '.join(command)}; see {log}")
 
 
-def evaluate(model: str, data: Path, out: Path, log: Path) -> None:
+def evaluate(model: str, data: Path, out: Path, log: Path, threads: int | None = None) -> None:
     if not (out / "summary.json").is_file():
         run_logged([tool("gdpo"), "eval", "--model", model, "--dataset", str(data / "test.jsonl"), *EVAL,
-                    "--output_dir", str(out)], log)  # fmt: skip
+                    "--output_dir", str(out)], log, threads)  # fmt: skip
 
 
 def evaluation(run: Path) -> Path:
@@ -80,22 +84,36 @@ def jobs(root: Path):
             yield arm, seed, root / f"{arm}-seed{seed}"  # its evaluation: root / eval-{arm}-seed{seed}
 
 
-def run(args) -> None:
-    root, data = Path(args.out), Path(args.data)
-    root.mkdir(parents=True, exist_ok=True)
-    log = root / "study.log"
-    for arm, seed, out in jobs(root):
-        started = time.monotonic()
-        if arm == "start":
-            evaluate(START, data, out, log)
-            print(f"{time.strftime('%H:%M:%S')} start evaluated ({time.monotonic() - started:.0f} s)", flush=True)
-            continue
+def run_job(arm: str, seed: int | None, out: Path, data: Path, threads: int | None) -> None:
+    """Train one (arm, seed) unless trained, then evaluate it unless evaluated; its output goes to <out>.log."""
+    started, log = time.monotonic(), out.with_name(f"{out.name}.log")
+    if arm == "start":
+        evaluate(START, data, out, log, threads)
+    else:
         if not trained(arm, out):
             print(f"{time.strftime('%H:%M:%S')} train {arm} seed {seed}", flush=True)
-            run_logged(train_command(arm, seed, data, out), log)
+            run_logged(train_command(arm, seed, data, out), log, threads)
         print(f"{time.strftime('%H:%M:%S')} eval {arm} seed {seed}", flush=True)
-        evaluate(str(out), data, evaluation(out), log)
-        print(f"{time.strftime('%H:%M:%S')} done {arm} seed {seed} ({time.monotonic() - started:.0f} s)", flush=True)
+        evaluate(str(out), data, evaluation(out), log, threads)
+    print(f"{time.strftime('%H:%M:%S')} done {arm} seed {seed} ({time.monotonic() - started:.0f} s)", flush=True)
+
+
+def run(args) -> None:
+    """Every job not done yet, ``--workers`` at a time in seed-major order (the start's evaluation first, alone)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root, data = Path(args.out), Path(args.data)
+    root.mkdir(parents=True, exist_ok=True)
+    # A decode step of a 135M model is too small to use a second thread: on 2 cores, two one-thread jobs side by side
+    # generate about twice the tokens an hour of one two-thread job (measured: H8's second amendment).
+    threads = args.threads or max(1, (os.cpu_count() or 1) // args.workers)
+    start, *rest = jobs(root)
+    run_job(*start, data, threads * args.workers)
+    with ThreadPoolExecutor(args.workers) as pool:  # the pool takes jobs in submission order: seed-major
+        futures = [pool.submit(run_job, *job, data, threads) for job in rest]
+    failed = [str(f.exception()) for f in futures if f.exception()]
+    if failed:
+        raise SystemExit("\n".join(failed))
 
 
 def status(args) -> None:
@@ -207,6 +225,8 @@ def main() -> None:
     parser.add_argument("command", choices=["run", "status", "analyze"])
     parser.add_argument("--data", help="the GSM8K folder (train.jsonl, test.jsonl), for run")
     parser.add_argument("--out", default=str(ROOT / "outputs" / STUDY), help=f"default: outputs/{STUDY}")
+    parser.add_argument("--workers", type=int, default=1, help="jobs run at the same time (default 1)")
+    parser.add_argument("--threads", type=int, help="torch threads a job (default: the CPU's cores / --workers)")
     parser.add_argument("--docs", default=str(ROOT / "docs" / "results"), help="where analyze writes (docs/results)")
     args = parser.parse_args()
     if args.command == "run" and not args.data:
