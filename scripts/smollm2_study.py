@@ -5,7 +5,7 @@ Each (seed, arm) is one job: train (GDPO and GRPO through ``gdpo train`` with th
 2 steps and resumed from the newest; the control through ``python -m gdpo_trl.tasks.smollm2_sft --control``), then
 ``gdpo eval`` greedy on the first 200 GSM8K test problems. Jobs go seed-major (seed 0's three arms, then seed 1's),
 so a study cut short stays balanced across arms; a finished job is never run again; ``--workers 2`` runs two jobs at
-a time with one torch thread each, about twice the work per hour on a 2-core machine (docs/results/README.md, H8's
+a time with one torch thread each, about 1.6 times the work an hour on a 2-core machine (docs/results/README.md, H8's
 second amendment). Each job's output goes to ``<job>.log`` beside it. The format start itself is evaluated once,
 first. Run it in the background, niced, and run it again after a stop to go on::
 
@@ -104,8 +104,8 @@ def run(args) -> None:
 
     root, data = Path(args.out), Path(args.data)
     root.mkdir(parents=True, exist_ok=True)
-    # A decode step of a 135M model is too small to use a second thread: on 2 cores, two one-thread jobs side by side
-    # generate about twice the tokens an hour of one two-thread job (measured: H8's second amendment).
+    # A decode step of a 135M model is too small to keep two threads busy: on 2 cores, two one-thread jobs side by side
+    # generate about 1.6 times the tokens an hour of one two-thread job (measured: H8's second amendment).
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.workers)
     start, *rest = jobs(root)
     run_job(*start, data, threads * args.workers)

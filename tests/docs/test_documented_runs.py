@@ -10,6 +10,7 @@ runs the slow blocks too, with the real ``.venv`` the quick start builds, in no 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -103,7 +104,8 @@ def _advantage_tables(root: Path, output: str) -> list[str]:
 
 def _demo_summary(root: Path, output: str) -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    shown = text[text.index("What it printed (`make demo`") :].split("```")[1].splitlines()
+    # The fence after the quick start's "What it printed", however the prose around it wraps.
+    shown = text[re.search(r"What it\s+printed", text).start() :].split("```")[1].splitlines()
     rows = [line for line in shown if line.startswith(("rewards/", "reward "))]
     assert len(rows) == 4, shown
     return [f"README's `make demo` line {row!r} was not printed" for row in rows if row not in output]
