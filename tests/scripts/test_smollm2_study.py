@@ -36,6 +36,12 @@ def evaluation(folder: Path, format_rate: float, seed: int) -> None:
     (folder / "completions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+def training(seed: int) -> list[dict]:
+    """Two logged steps (format 0.2 + 0.1 seed, then 0.4 + 0.1 seed) and the end-of-training entry TRL appends."""
+    steps = [{"step": s, "step_time": 9.0, "rewards/format_reward/mean": 0.2 * s + 0.1 * seed} for s in (1, 2)]
+    return [*steps, {"step": 2, "train_runtime": 18.0}]
+
+
 def test_analysis_follows_the_preregistration(study, tmp_path):
     root, docs = tmp_path / "study", tmp_path / "docs"
     (docs / "logs").mkdir(parents=True)
@@ -43,7 +49,7 @@ def test_analysis_follows_the_preregistration(study, tmp_path):
         for seed, rate in enumerate(rates):
             evaluation(root / f"eval-{arm}-seed{seed}", rate, seed)
             (root / f"{arm}-seed{seed}").mkdir()
-            (root / f"{arm}-seed{seed}" / "trainer_state.json").write_text(json.dumps({"log_history": [{"step": 1}]}))
+            (root / f"{arm}-seed{seed}" / "trainer_state.json").write_text(json.dumps({"log_history": training(seed)}))
     evaluation(root / "eval-gdpo-seed3", 0.9, 3)  # seed 3 has one arm only: left out by the stopping rule
     evaluation(root / "eval-start", 0.49, 0)
 
@@ -57,6 +63,13 @@ def test_analysis_follows_the_preregistration(study, tmp_path):
     assert len(result["comparisons"]) == 9
     assert [c["holm_p"] for c in result["comparisons"]] == holm_adjusted([c["p"] for c in result["comparisons"]])
     assert result["arms"]["sft"]["format"][0] == pytest.approx(0.5)
+    # Secondary: the evaluation's clipped share and format among the uncut; the RL arms' training curves.
+    assert result["secondary"]["gdpo"]["clipped"][0] == pytest.approx(1 - 0.82)
+    assert result["secondary"]["sft"]["format_uncut"] == (1.0, 0.0)
+    curve = result["training"]["grpo"]["format"]
+    assert curve["per_step"] == pytest.approx([0.2 + 0.1, 0.4 + 0.1])  # seeds 0, 1, 2: +0.1 on average
+    assert curve["run_mean"][0] == pytest.approx(0.3 + 0.1)
+    assert result["training"]["gdpo"]["conflict"]["per_step"] == [0.0, 0.0]  # not logged: 0
 
     study.analyze(type("Args", (), {"out": str(root), "docs": str(docs)}))
     table = (docs / "smollm2_gdpo_grpo.md").read_text()
@@ -65,9 +78,27 @@ def test_analysis_follows_the_preregistration(study, tmp_path):
     with gzip.open(docs / "logs" / "smollm2_gdpo_grpo.json.gz", "rt") as handle:
         assert set(json.load(handle)) == {f"{arm}-seed{s}" for arm in ("gdpo", "grpo") for s in range(3)}
     assert (docs / "smollm2_gdpo_grpo" / "eval-start" / "completions.jsonl.gz").is_file()
+    # The committed copy gives the same analysis and tables: what the figures test recomputes.
+    again = json.loads(json.dumps(study.analysis(docs / "smollm2_gdpo_grpo")))
+    assert again == json.loads((docs / "smollm2_gdpo_grpo.json").read_text())
+    assert study.tables(again) == table
 
 
 def test_fewer_than_two_complete_seeds_is_refused(study, tmp_path):
     evaluation(tmp_path / "eval-gdpo-seed0", 0.8, 0)
     with pytest.raises(SystemExit, match="0 seed"):
         study.analysis(tmp_path)
+
+
+def test_the_committed_study_recomputes_or_is_still_running(study):
+    """Once H8's results are committed, its tables are what its committed evaluations and logs give; until then the
+    docs say it is running and carry no H8 outcome."""
+    docs = SCRIPT.parents[1] / "docs"
+    committed = docs / "results" / "smollm2_gdpo_grpo.json"
+    if committed.is_file():
+        result = json.loads(json.dumps(study.analysis(docs / "results" / "smollm2_gdpo_grpo")))
+        assert result == json.loads(committed.read_text())
+        assert study.tables(result) == (docs / "results" / "smollm2_gdpo_grpo.md").read_text()
+    else:
+        assert "## GDPO against GRPO: study H8, pre-registered and running" in (docs / "real_model.md").read_text()
+        assert not (docs / "results" / "smollm2_gdpo_grpo").exists()
