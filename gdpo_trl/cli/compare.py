@@ -256,9 +256,14 @@ def compare(args) -> None:
     steps = curves[0].steps[-1] if curves[0].steps else 0
     # The runs' own settings, as each recorded them (with --skip_training this command's flags may differ).
     ran = {**shared, **(saved_record(run_dir(out_dir, args.methods[0], args.seeds[0])) or {})}
-    prompts = ran["per_device_train_batch_size"] // ran["num_generations"]
+    # Prompts an optimizer step: its micro-batches' completions (one process) over the completions per prompt.
+    completions = ran["per_device_train_batch_size"] * ran.get(
+        "gradient_accumulation_steps", base[1].gradient_accumulation_steps
+    )
+    prompts = completions // ran["num_generations"]
+    seeds = f"{len(args.seeds)} seed{'s' if len(args.seeds) > 1 else ''} {args.seeds}"
     header = (
-        f"Model {model}; {len(args.seeds)} seeds {args.seeds}; {steps} steps of {prompts} prompts x "
+        f"Model {model}; {seeds}; {steps} steps of {prompts} prompts x "
         f"{ran['num_generations']} completions; lr {ran['learning_rate']}; max "
         f"{ran['max_completion_length']} completion tokens; recipe {args.config}."
     )

@@ -247,6 +247,7 @@ def test_two_step_comparison_of_another_recipe(recipe, model, methods, rows, tot
         assert len(steps) == 2, history  # an empty filter must not pass the check below
         assert all(f"rewards/{rows[-1]}/mean" in entry for entry in steps)
     assert f"recipe {_recipe(recipe)}" in table and "2 steps of 2 prompts x 2 completions" in table
+    assert "; 1 seed [0]; " in table
     # Outcome rewards: every method's conflict share, and GD2PO's kept share (process rewards log none yet, so of
     # gdpo_process's methods only the outcome-only one logs them).
     conflicts = [line for line in table.splitlines() if line.startswith("| method | `conflict/share`")]
