@@ -2,7 +2,7 @@
 
 * **Recipe step**: `gdpo train --config recipes/cpu/smollm2_gdpo/config.yaml` for a few steps, before (float32, the
   16 completions trained on in one batch, OpenMP's default active waiting) and after (the recipe as it is:
-  ``cpu_dtype: auto``, two micro-batches of 8, passive waiting), alternating, in fresh processes: seconds per step
+  ``cpu_dtype: auto``, its micro-batches, passive waiting), alternating, in fresh processes: seconds per step
   (TRL's ``step_time``) and the process's peak resident memory (``/usr/bin/time``).
 * **Threads**: 16 x 64 sampled tokens with 1 and 2 torch threads, OpenMP waiting active and passive, on the machine
   as it is and beside ``--busy`` processes that spin (a busy machine).
