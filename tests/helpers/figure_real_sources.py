@@ -69,3 +69,26 @@ def real_model_steps(tmp):
         steps = [e for e in json.load(f)["log_history"] if "loss" in e]
     sums = [e["rewards/format_reward/mean"] + e["completions/clipped_ratio"] for e in steps]
     return [min(sums), max(sums), len(steps)]
+
+
+def h8_study(tmp) -> str:
+    """Study H8 (GDPO, GRPO and the SFT control on SmolLM2): its tables (docs/results/smollm2_gdpo_grpo.md) and every
+    number of its analysis (smollm2_gdpo_grpo.json), which tests/scripts/test_smollm2_study.py recomputes from the
+    committed evaluations and logs; nothing while the study runs (the docs then state no H8 outcome)."""
+    analysis = ROOT / "docs" / "results" / "smollm2_gdpo_grpo.json"
+    if not analysis.is_file():
+        return ""
+    numbers = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            numbers.append(value)
+
+    walk(json.loads(analysis.read_text()))
+    return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers)

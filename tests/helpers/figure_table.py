@@ -8,7 +8,7 @@ their entries name both (:data:`PAGE`). A section is a regular expression search
 from __future__ import annotations
 
 from tests.helpers.figure_printed import demo_printout
-from tests.helpers.figure_real_sources import real_model_counts, real_model_steps
+from tests.helpers.figure_real_sources import h8_study, real_model_counts, real_model_steps
 from tests.helpers.figure_sources import (
     advantage_groups,
     advantage_rows,
@@ -81,6 +81,10 @@ SOURCES = [
     (r"docs/real_model\.md", r"The GDPO run", [real_model_steps]),
     (r"docs/real_model\.md", r"^(?!.*The rewards on real text)", [real_model]),
     (r"README\.md", r"## Results$", [real_model]),
+    # Study H8 (GDPO, GRPO and SFT on SmolLM2), where its answer is written once every run is evaluated.
+    (r"docs/real_model\.md", r"GDPO against GRPO", [h8_study]),
+    (r"README\.md", r"## Results$", [h8_study]),
+    (r"docs/results/README\.md", r"### H8", [h8_study]),
     (r"docs/results/reproducibility\.md", r".", [cross_cpu, shipped_records]),
     (PAGE, r"Advantage collapse", [advantage_groups]),
     (PAGE, r"Process rewards", [worked_example]),
