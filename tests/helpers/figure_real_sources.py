@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 
+from tests.helpers.figure_sources import _flat
 from tests.helpers.studies import ROOT
 
 REAL = ROOT / "docs" / "results" / "real_model"
@@ -78,17 +79,7 @@ def h8_study(tmp) -> str:
     analysis = ROOT / "docs" / "results" / "smollm2_gdpo_grpo.json"
     if not analysis.is_file():
         return ""
-    numbers = []
-
-    def walk(value):
-        if isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            numbers.append(value)
-
-    walk(json.loads(analysis.read_text()))
+    numbers = [
+        v for v in _flat(json.loads(analysis.read_text())) if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
     return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers)
