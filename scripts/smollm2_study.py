@@ -185,6 +185,22 @@ def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
     return found
 
 
+def plot_training(logs: dict[str, list[dict]], seeds: list[int], out_png: Path) -> None:
+    """The RL arms' training curves, one panel per reward and the total: mean over seeds, min-max band."""
+    from gdpo_trl.results.compare import MethodCurves, plot_comparison
+    from gdpo_trl.results.runs import reward_key
+
+    names = ["format_reward", "correctness_reward", "integer_reward"]
+    keys = [*(reward_key(name) for name in names), "reward"]
+    curves = []
+    for arm in ("gdpo", "grpo"):
+        runs = [[entry for entry in logs[f"{arm}-seed{seed}"] if "step_time" in entry] for seed in seeds]
+        steps = [entry["step"] for entry in runs[0]]
+        curves.append(MethodCurves(arm, steps, {key: [[entry[key] for entry in run] for run in runs] for key in keys}))
+    title = f"H8 on SmolLM2-135M: training batch means, seeds {seeds}"
+    plot_comparison(curves, names, out_png, window=1, title=title)
+
+
 def analysis(root: Path) -> dict:
     """The pre-registered statistic over the seeds whose three arms are all evaluated (the stopping rule): per arm
     mean and std of each outcome; each difference with Welch's test, the 95% bootstrap CI and its verdict; Holm over
@@ -258,7 +274,7 @@ def tables(result: dict) -> str:
               "| arm | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]  # fmt: skip
     lines += [f"| {arm} | " + " | ".join(f"{c['run_mean'][0]:.3f} ± {c['run_mean'][1]:.3f}" for c in found.values()) + " |"
               for arm, found in result["training"].items()]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", f"![H8's training curves]({STUDY}.png)"]) + "\n"
 
 
 def analyze(args) -> None:
@@ -279,7 +295,8 @@ def analyze(args) -> None:
             shutil.copyfileobj(src, dst)
     (docs / f"{STUDY}.json").write_text(json.dumps(result, indent=2) + "\n")
     (docs / f"{STUDY}.md").write_text(tables(result))
-    print(f"wrote {docs / STUDY}.json, .md, logs/{STUDY}.json.gz and {docs / STUDY}/")
+    plot_training(logs, result["seeds"], docs / f"{STUDY}.png")
+    print(f"wrote {docs / STUDY}.json, .md, .png, logs/{STUDY}.json.gz and {docs / STUDY}/")
 
 
 def main() -> None:

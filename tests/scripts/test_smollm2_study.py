@@ -38,7 +38,8 @@ def evaluation(folder: Path, format_rate: float, seed: int) -> None:
 
 def training(seed: int) -> list[dict]:
     """Two logged steps (format 0.2 + 0.1 seed, then 0.4 + 0.1 seed) and the end-of-training entry TRL appends."""
-    steps = [{"step": s, "step_time": 9.0, "rewards/format_reward/mean": 0.2 * s + 0.1 * seed} for s in (1, 2)]
+    steps = [{"step": s, "step_time": 9.0, "rewards/format_reward/mean": 0.2 * s + 0.1 * seed, "reward": 0.5,
+              "rewards/correctness_reward/mean": 0.0, "rewards/integer_reward/mean": 0.3} for s in (1, 2)]  # fmt: skip
     return [*steps, {"step": 2, "train_runtime": 18.0}]
 
 
@@ -82,6 +83,7 @@ def test_analysis_follows_the_preregistration(study, tmp_path):
     again = json.loads(json.dumps(study.analysis(docs / "smollm2_gdpo_grpo")))
     assert again == json.loads((docs / "smollm2_gdpo_grpo.json").read_text())
     assert study.tables(again) == table
+    assert (docs / "smollm2_gdpo_grpo.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_fewer_than_two_complete_seeds_is_refused(study, tmp_path):
