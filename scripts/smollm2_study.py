@@ -121,12 +121,16 @@ def run(args) -> None:
 
 def status(args) -> None:
     """One line per job: trained, evaluated (no outcome is shown before the study ends: the stopping rule)."""
-    root = Path(args.out)
+    root, evaluated = Path(args.out), set()
     for arm, seed, out in jobs(root):
         done_eval = ((out if arm == "start" else evaluation(out)) / "summary.json").is_file()
         done_train = arm == "start" or trained(arm, out)
         checkpoints = sorted(p.name for p in out.glob("checkpoint-*"))
         print(f"{arm:6} seed {seed!s:4} trained {done_train!s:5} evaluated {done_eval!s:5} {' '.join(checkpoints)}")
+        evaluated |= {(arm, seed)} if done_eval else set()
+    complete = [seed for seed in SEEDS if all((arm, seed) in evaluated for arm in ARMS)]
+    runs = sum(seed is not None for _, seed in evaluated)
+    print(f"{runs} of {len(SEEDS) * len(ARMS)} runs evaluated; seeds with all three arms: {complete}")
 
 
 OUTCOMES = {"format": "format_rate", "integer": "integer_rate", "correctness": "pass@1"}

@@ -104,3 +104,14 @@ def test_the_committed_study_recomputes_or_is_still_running(study):
     else:
         assert "## GDPO against GRPO: study H8, pre-registered and running" in (docs / "real_model.md").read_text()
         assert not (docs / "results" / "smollm2_gdpo_grpo").exists()
+
+
+def test_status_counts_the_runs_and_the_complete_seeds(study, tmp_path, capsys):
+    for arm in ("gdpo", "grpo", "sft"):
+        evaluation(tmp_path / f"eval-{arm}-seed0", 0.5, 0)
+    evaluation(tmp_path / "eval-gdpo-seed1", 0.5, 1)
+    evaluation(tmp_path / "eval-start", 0.5, 0)
+    study.status(type("Args", (), {"out": str(tmp_path)}))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "4 of 15 runs evaluated; seeds with all three arms: [0]"
+    assert lines[1].split()[:7] == ["gdpo", "seed", "0", "trained", "False", "evaluated", "True"]
