@@ -1,5 +1,6 @@
-"""Study H8's analysis (scripts/smollm2_study.py analyze) on a made-up study folder: the stopping rule's seeds, the
-pre-registered differences with Holm over the nine primary comparisons, the verdicts and the files it writes."""
+"""Study H8 on a made-up study folder: its analysis (gdpo_trl/results/smollm2_study.py, which scripts/smollm2_study.py
+analyze runs): the stopping rule's seeds, the pre-registered differences with Holm over the nine primary comparisons,
+the verdicts and the files it writes; and the runner's status."""
 
 import gzip
 import importlib.util
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gdpo_trl.results import smollm2_study as h8
 from gdpo_trl.results.stats import holm_adjusted, welch_t_test
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "smollm2_study.py"
@@ -54,7 +56,7 @@ def test_analysis_follows_the_preregistration(study, tmp_path):
     evaluation(root / "eval-gdpo-seed3", 0.9, 3)  # seed 3 has one arm only: left out by the stopping rule
     evaluation(root / "eval-start", 0.49, 0)
 
-    result = study.analysis(root)
+    result = h8.analysis(root)
     assert result["seeds"] == [0, 1, 2]
     assert result["start"]["format"] == 0.49 and result["start"]["format_uncut"] == 1.0
     first = result["comparisons"][0]
@@ -80,16 +82,16 @@ def test_analysis_follows_the_preregistration(study, tmp_path):
         assert set(json.load(handle)) == {f"{arm}-seed{s}" for arm in ("gdpo", "grpo") for s in range(3)}
     assert (docs / "smollm2_gdpo_grpo" / "eval-start" / "completions.jsonl.gz").is_file()
     # The committed copy gives the same analysis and tables: what the figures test recomputes.
-    again = json.loads(json.dumps(study.analysis(docs / "smollm2_gdpo_grpo")))
+    again = json.loads(json.dumps(h8.analysis(docs / "smollm2_gdpo_grpo")))
     assert again == json.loads((docs / "smollm2_gdpo_grpo.json").read_text())
-    assert study.tables(again) == table
+    assert h8.tables(again) == table
     assert (docs / "smollm2_gdpo_grpo.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_fewer_than_two_complete_seeds_is_refused(study, tmp_path):
     evaluation(tmp_path / "eval-gdpo-seed0", 0.8, 0)
     with pytest.raises(SystemExit, match="0 seed"):
-        study.analysis(tmp_path)
+        h8.analysis(tmp_path)
 
 
 def test_the_committed_study_recomputes_or_is_still_running(study):
@@ -98,9 +100,9 @@ def test_the_committed_study_recomputes_or_is_still_running(study):
     docs = SCRIPT.parents[1] / "docs"
     committed = docs / "results" / "smollm2_gdpo_grpo.json"
     if committed.is_file():
-        result = json.loads(json.dumps(study.analysis(docs / "results" / "smollm2_gdpo_grpo")))
+        result = json.loads(json.dumps(h8.analysis(docs / "results" / "smollm2_gdpo_grpo")))
         assert result == json.loads(committed.read_text())
-        assert study.tables(result) == (docs / "results" / "smollm2_gdpo_grpo.md").read_text()
+        assert h8.tables(result) == (docs / "results" / "smollm2_gdpo_grpo.md").read_text()
     else:
         assert "## GDPO against GRPO: study H8, pre-registered and running" in (docs / "real_model.md").read_text()
         assert not (docs / "results" / "smollm2_gdpo_grpo").exists()

@@ -1,0 +1,191 @@
+"""Study H8's analysis (``smollm2_gdpo_grpo``, pre-registered in docs/results/README.md): GDPO, GRPO and an SFT
+control on SmolLM2, each run evaluated greedy on the same 200 GSM8K test problems by ``gdpo eval``.
+
+Reads a study folder, either as scripts/smollm2_study.py runs it (outputs/smollm2_gdpo_grpo: ``<arm>-seed<N>/`` with
+its trainer_state.json, ``eval-<arm>-seed<N>/`` with summary.json and completions.jsonl) or as committed
+(docs/results/smollm2_gdpo_grpo: the evaluations with gzipped completions, the logs in
+docs/results/logs/smollm2_gdpo_grpo.json.gz); both give the same analysis. :func:`analysis` applies the stopping
+rule's seeds and the pre-registered statistic, :func:`tables` writes docs/results/smollm2_gdpo_grpo.md,
+:func:`write` everything the docs commit.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
+
+STUDY = "smollm2_gdpo_grpo"
+ARMS = ("gdpo", "grpo", "sft")
+SEEDS = (0, 1, 2, 3, 4)
+
+
+def evaluation(run: Path) -> Path:
+    """Where a run's evaluation goes: beside the run (gdpo eval writes nothing inside a run's folder)."""
+    return run.with_name(f"eval-{run.name}")
+
+
+OUTCOMES = {"format": "format_rate", "integer": "integer_rate", "correctness": "pass@1"}
+SECONDARY = {"clipped": "truncated_fraction", "length": "mean_completion_tokens"}
+DIFFERENCES = (("gdpo", "grpo"), ("gdpo", "sft"), ("grpo", "sft"))
+# The RL arms' training curves (secondary): each logged step's batch means, as TRL and GDPOTrainer log them.
+CURVES = {
+    "format": "rewards/format_reward/mean",
+    "correctness": "rewards/correctness_reward/mean",
+    "integer": "rewards/integer_reward/mean",
+    "clipped": "completions/clipped_ratio",
+    "length": "completions/mean_length",
+    "conflict": "conflict/share",
+    "conflict_masked": "conflict/masked_share",
+}
+
+
+def read_completions(evaluation: Path) -> list[dict]:
+    """An evaluation's completions: ``completions.jsonl`` as gdpo eval wrote it, or gzipped as committed."""
+    plain, packed = evaluation / "completions.jsonl", evaluation / "completions.jsonl.gz"
+    text = plain.read_text() if plain.is_file() else gzip.decompress(packed.read_bytes()).decode()
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def run_outcomes(evaluation: Path) -> dict:
+    """One evaluation's primary and secondary outcomes, with format among the completions not cut at the limit."""
+    metrics = json.loads((evaluation / "summary.json").read_text())["metrics"]
+    uncut = [r["rewards"][0]["format"] for r in read_completions(evaluation) if not r["truncated"][0]]
+    found = {name: metrics[key] for name, key in {**OUTCOMES, **SECONDARY}.items()}
+    return found | {"format_uncut": sum(uncut) / len(uncut) if uncut else None}
+
+
+def training_logs(root: Path, seeds: list[int]) -> dict[str, list[dict]]:
+    """The RL runs' ``log_history`` by run name: from each run's trainer_state.json, or (committed) the logs file."""
+    packed = root.parent / "logs" / f"{STUDY}.json.gz"
+    if not (root / "gdpo-seed0" / "trainer_state.json").is_file() and packed.is_file():
+        return json.loads(gzip.decompress(packed.read_bytes()))
+    return {f"{arm}-seed{seed}": json.loads((root / f"{arm}-seed{seed}" / "trainer_state.json").read_text())["log_history"]
+            for seed in seeds for arm in ("gdpo", "grpo")}  # fmt: skip
+
+
+def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
+    """Per RL arm and curve: the mean over seeds at each step, and each run's mean over its steps (mean ± std)."""
+    found = {}
+    for arm in ("gdpo", "grpo"):
+        steps = {seed: [entry for entry in logs[f"{arm}-seed{seed}"] if "step_time" in entry] for seed in seeds}
+        found[arm] = {}
+        for name, key in CURVES.items():
+            per_run = [[entry.get(key, 0.0) for entry in steps[seed]] for seed in seeds]
+            found[arm][name] = {
+                "per_step": [sum(values) / len(values) for values in zip(*per_run, strict=True)],
+                "run_mean": mean_std([sum(run) / len(run) for run in per_run]),
+            }
+    return found
+
+
+def plot_training(logs: dict[str, list[dict]], seeds: list[int], out_png: Path) -> None:
+    """The RL arms' training curves, one panel per reward and the total: mean over seeds, min-max band."""
+    from gdpo_trl.results.compare import MethodCurves, plot_comparison
+    from gdpo_trl.results.runs import reward_key
+
+    names = ["format_reward", "correctness_reward", "integer_reward"]
+    keys = [*(reward_key(name) for name in names), "reward"]
+    curves = []
+    for arm in ("gdpo", "grpo"):
+        runs = [[entry for entry in logs[f"{arm}-seed{seed}"] if "step_time" in entry] for seed in seeds]
+        steps = [entry["step"] for entry in runs[0]]
+        curves.append(MethodCurves(arm, steps, {key: [[entry[key] for entry in run] for run in runs] for key in keys}))
+    title = f"H8 on SmolLM2-135M: training batch means, seeds {seeds}"
+    plot_comparison(curves, names, out_png, window=1, title=title)
+
+
+def analysis(root: Path) -> dict:
+    """The pre-registered statistic over the seeds whose three arms are all evaluated (the stopping rule): per arm
+    mean and std of each outcome; each difference with Welch's test, the 95% bootstrap CI and its verdict; Holm over
+    the nine primary comparisons; H8a's and H8b's verdicts; the secondary outcomes. ``root`` is the study's folder
+    (outputs/smollm2_gdpo_grpo) or its committed copy (docs/results/smollm2_gdpo_grpo): both give the same."""
+    runs = {(arm, seed): run_outcomes(evaluation(root / f"{arm}-seed{seed}")) for seed in SEEDS for arm in ARMS
+            if (evaluation(root / f"{arm}-seed{seed}") / "summary.json").is_file()}  # fmt: skip
+    seeds = [seed for seed in SEEDS if all((arm, seed) in runs for arm in ARMS)]
+    if len(seeds) < 2:
+        raise SystemExit(f"{len(seeds)} seed(s) with all three arms evaluated: the statistic needs at least 2")
+    values = {(arm, name): [runs[arm, seed][name] for seed in seeds] for arm in ARMS for name in OUTCOMES}
+    comparisons = []
+    for first, second in DIFFERENCES:
+        for name in OUTCOMES:
+            a, b = values[first, name], values[second, name]
+            ci = bootstrap_diff_ci(a, b, seed=0)
+            comparisons.append({"difference": f"{first} - {second}", "outcome": name, "diff": sum(a) / len(a) - sum(b) / len(b),
+                                "ci": list(ci), "p": welch_t_test(a, b).p, "verdict": verdict(ci)})  # fmt: skip
+    for row, adjusted in zip(comparisons, holm_adjusted([row["p"] for row in comparisons]), strict=True):
+        row |= {"holm_p": adjusted, "holds_under_holm": row["verdict"] != "level" and adjusted <= 0.05}
+
+    def reading(difference: str) -> str:
+        rows = [r for r in comparisons if r["difference"] == difference]
+        if any(r["verdict"] == "behind" and r["holds_under_holm"] for r in rows):
+            return "contradicted"
+        return "supported" if any(r["verdict"] == "ahead" and r["holds_under_holm"] for r in rows) else "not supported"
+
+    secondary = [*SECONDARY, "format_uncut"]
+    return {
+        "seeds": seeds,
+        "start": run_outcomes(root / "eval-start") if (root / "eval-start" / "summary.json").is_file() else None,
+        "runs": [{"arm": arm, "seed": seed, **runs[arm, seed]} for seed in seeds for arm in ARMS],
+        "arms": {arm: {name: mean_std(values[arm, name]) for name in OUTCOMES} for arm in ARMS},
+        "secondary": {
+            arm: {name: mean_std([runs[arm, seed][name] for seed in seeds]) for name in secondary} for arm in ARMS
+        },  # fmt: skip
+        "training": curves(training_logs(root, seeds), seeds),
+        "comparisons": comparisons,
+        "verdicts": {
+            "H8a gdpo - grpo": reading("gdpo - grpo"),
+            "H8b gdpo - sft": reading("gdpo - sft"),
+            "H8b grpo - sft": reading("grpo - sft"),
+        },  # fmt: skip
+    }
+
+
+def tables(result: dict) -> str:
+    """docs/results/smollm2_gdpo_grpo.md: the arms, the differences with Holm, the verdicts, the secondary outcomes."""
+    lines = [f"# {STUDY}: arm means ± std over seeds {result['seeds']}", "", "| arm | " + " | ".join(OUTCOMES) + " |",
+             "|---|" + "---:|" * len(OUTCOMES)]  # fmt: skip
+    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["arms"][arm].values()) + " |"
+              for arm in ARMS]  # fmt: skip
+    lines += [
+        "",
+        "| difference | outcome | diff | 95% CI | Welch p | Holm p | verdict |",
+        "|---|---|---:|---|---:|---:|---|",
+    ]
+    lines += [f"| {c['difference']} | {c['outcome']} | {c['diff']:+.3f} | [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | "
+              f"{c['p']:.3g} | {c['holm_p']:.3g} | {c['verdict']}{'' if c['holds_under_holm'] else ' (not under Holm)'} |"
+              for c in result["comparisons"]]  # fmt: skip
+    lines += ["", *(f"- {name}: {value}" for name, value in result["verdicts"].items())]
+    names = list(next(iter(result["secondary"].values())))
+    lines += ["", "Secondary, on the evaluation (share cut at the limit, mean tokens, format among the uncut):", "",
+              "| arm | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]  # fmt: skip
+    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["secondary"][arm].values()) + " |"
+              for arm in ARMS]  # fmt: skip
+    names = list(CURVES)
+    lines += ["", "Secondary, in training (each run's mean over its steps; batch means as logged):", "",
+              "| arm | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]  # fmt: skip
+    lines += [f"| {arm} | " + " | ".join(f"{c['run_mean'][0]:.3f} ± {c['run_mean'][1]:.3f}" for c in found.values()) + " |"
+              for arm, found in result["training"].items()]  # fmt: skip
+    return "\n".join([*lines, "", f"![H8's training curves]({STUDY}.png)"]) + "\n"
+
+
+def write(root: Path, docs: Path) -> None:
+    """Write docs/results/smollm2_gdpo_grpo.json and .md, the runs' training logs (logs/smollm2_gdpo_grpo.json.gz)
+    and every evaluation's summary and completions (docs/results/smollm2_gdpo_grpo/)."""
+    result = analysis(root)
+    logs = training_logs(root, result["seeds"])
+    with gzip.open(docs / "logs" / f"{STUDY}.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump(logs, handle)
+    for folder in sorted(root.glob("eval-*")):
+        target = docs / STUDY / folder.name
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(folder / "summary.json", target / "summary.json")
+        with (folder / "completions.jsonl").open("rb") as src, gzip.open(target / "completions.jsonl.gz", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    (docs / f"{STUDY}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (docs / f"{STUDY}.md").write_text(tables(result))
+    plot_training(logs, result["seeds"], docs / f"{STUDY}.png")
+    print(f"wrote {docs / STUDY}.json, .md, .png, logs/{STUDY}.json.gz and {docs / STUDY}/")
