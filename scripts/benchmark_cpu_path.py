@@ -4,6 +4,8 @@
   16 completions trained on in one batch, OpenMP's default active waiting) and after (the recipe as it is:
   ``cpu_dtype: auto``, its micro-batches, passive waiting), alternating, in fresh processes: seconds per step
   (TRL's ``step_time``) and the process's peak resident memory (``/usr/bin/time``).
+* **Micro-batches**: one run of the lean path with micro-batches of 8 (twice) beside the recipe's 4 (four times): the
+  same completions, so the same rewards and loss, and the peak memory each keeps.
 * **Threads**: 16 x 64 sampled tokens with 1 and 2 torch threads, OpenMP waiting active and passive, on the machine
   as it is and beside ``--busy`` processes that spin (a busy machine).
 * **Evaluation**: `gdpo eval` greedy on 200 GSM8K test problems (256 tokens, batches of 50), in the lean dtype
@@ -39,6 +41,11 @@ PATHS = {
         "ACTIVE",
     ),
     "after": ([], "PASSIVE"),
+    # The lean path with the micro-batches the recipes had first (8, twice): what micro-batches of 4 change.
+    "after, micro-batches of 8": (
+        ["--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2"],
+        "PASSIVE",
+    ),
 }
 
 
@@ -195,12 +202,15 @@ def main() -> None:
 
     resolve_model(args.model)  # convert (and merge) once, outside the timings
     load = [round(x, 2) for x in os.getloadavg()]
-    runs = {"before": [], "after": []}
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for path in ("before", "after") if r % 2 == 0 else ("after", "before"):
                 runs[path].append(recipe_step(path, args, Path(tmp)))
                 print(f"round {r + 1} {path}: {json.dumps(runs[path][-1])}", flush=True)
+        micro = "after, micro-batches of 8"
+        runs[micro] = [recipe_step(micro, args, Path(tmp))]
+        print(f"{micro}: {json.dumps(runs[micro][-1])}", flush=True)
         dtype, why = choose_cpu_dtype("auto")
         evals = {}
         if args.data:
@@ -209,11 +219,15 @@ def main() -> None:
                 evals["float32"] = evaluation(args, "float32", Path(tmp))
     threads = threads_under_load(args.busy, args.thread_limit, args.model)
     steps = {path: [t for run in found for t in run["step_seconds"][1:]] for path, found in runs.items()}
+    micro = runs["after, micro-batches of 8"][0]
     result = {
         "step_seconds_before": statistics.median(steps["before"]),
         "step_seconds_after": statistics.median(steps["after"]),
         "peak_gb_before": max(run["peak_gb"] for run in runs["before"]),
         "peak_gb_after": max(run["peak_gb"] for run in runs["after"]),
+        "peak_gb_micro_batches_of_8": micro["peak_gb"],
+        "same_training_as_micro_batches_of_8": (micro["rewards"], micro["loss"])
+        == (runs["after"][0]["rewards"], runs["after"][0]["loss"]),
         "eval_200_minutes": evals.get(dtype),
         "eval_200_minutes_float32": evals.get("float32"),
         "dtype": why,
