@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gdpo_trl.eval.settings import EvaluationInputError
+from gdpo_trl.storage.local_paths import missing_folder_line
 from gdpo_trl.storage.weight_files import model_folder_problem, nonfinite_parameter, nonfinite_weights, scannable
 
 DTYPES = ("auto", "bfloat16", "float32")
@@ -94,7 +95,7 @@ def resolve_model_spec(model: str, adapter: str | None = None) -> ModelSpec:
     builtin = resolved != model
     path = Path(resolved).expanduser()
     if not builtin and not path.exists() and _looks_like_path(model):
-        raise EvaluationInputError(f"model path not found: {path}")
+        raise EvaluationInputError(missing_folder_line(model, "--model") or f"model path not found: {path}")
 
     if path.is_dir() and (path / ADAPTER_CONFIG).is_file():
         if adapter is not None:

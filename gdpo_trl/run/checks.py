@@ -10,8 +10,8 @@ import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError, no_chat_template
-from gdpo_trl.run.local_paths import missing_folder_line
 from gdpo_trl.run.output_checks import check_output_dir
+from gdpo_trl.storage.local_paths import missing_folder_line
 from gdpo_trl.storage.weight_files import model_folder_problem, nonfinite_weights, scannable
 
 logger = logging.getLogger("gdpo_trl.run.checks")

@@ -237,7 +237,7 @@ def _cli_error(capsys, argv) -> str:
 
 def test_cli_bad_model_path(capsys, tmp_path):
     message = _cli_error(capsys, ["--model", str(tmp_path / "missing"), "--dataset", "sample"])
-    assert "model path not found" in message and "missing" in message
+    assert "is not a folder" in message and "'missing'" in message and "it holds no folder" in message
 
 
 def test_cli_dataset_missing_column(capsys, tiny_model_path, tmp_path):
@@ -277,5 +277,6 @@ def test_cli_vllm_backend_without_vllm(capsys, tiny_model_path):
 def test_mistyped_local_path_is_not_sent_to_the_hub(tmp_path, monkeypatch):
     (tmp_path / "outputs").mkdir()
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(EvaluationInputError, match="model path not found"):
+    (tmp_path / "outputs" / "gdpo-type").mkdir()
+    with pytest.raises(EvaluationInputError, match="did you mean 'outputs/gdpo-type'"):
         resolve_model_spec("outputs/gdpo-typo")
