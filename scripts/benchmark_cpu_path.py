@@ -1,9 +1,9 @@
 """Today's CPU path against the lean one, side by side on this machine, for the SmolLM2 recipe.
 
 * **Recipe step**: `gdpo train --config recipes/cpu/smollm2_gdpo/config.yaml` for a few steps, before (float32, the
-  16 completions trained on in one batch, OpenMP's default active waiting) and after (the recipe as it is:
-  ``cpu_dtype: auto``, its micro-batches, passive waiting), alternating, in fresh processes: seconds per step
-  (TRL's ``step_time``) and the process's peak resident memory (``/usr/bin/time``).
+  16 completions trained on in one batch, OpenMP's threads spinning: ``OMP_WAIT_POLICY=ACTIVE``) and after (the
+  recipe as it is: ``cpu_dtype: auto``, its micro-batches, passive waiting), alternating, in fresh processes: seconds
+  per step (TRL's ``step_time``) and the process's peak resident memory (``/usr/bin/time``).
 * **Micro-batches**: one run of the lean path with micro-batches of 8 (twice) beside the recipe's 4 (four times): the
   same completions, so the same rewards and loss, and the peak memory each keeps.
 * **Threads**: 16 x 64 sampled tokens with 1 and 2 torch threads, OpenMP waiting active and passive, on the machine

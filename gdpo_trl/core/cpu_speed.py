@@ -8,7 +8,7 @@ completions (scripts/benchmark_cpu_path.py; docs/real_model.md#speed):
   (AVX-512 BF16 or AMX) and halves activation memory; without them (an Intel Xeon without AVX-512 BF16) bf16 is
   emulated and no faster, so ``cpu_dtype: auto`` keeps float32 there. Choosing float32 leaves every number of a run
   exactly what it was before this setting existed.
-* **threads.** With OpenMP's default (active) waiting, a 2-thread job on 2 busy cores spends its time in OpenMP's
+* **threads.** With OpenMP's default waiting (spin a while, then sleep) or active waiting, a 2-thread job on 2 busy cores spends its time in OpenMP's
   barrier (``gomp_team_barrier_wait_end``): 16 x 64 tokens took over 180 s beside three busy processes instead of
   about 6 s alone. Passive waiting (threads sleep instead of spinning) kept it at about 25 s, ahead of one thread
   (about 55 s). GNU OpenMP reads ``OMP_WAIT_POLICY`` once, when torch loads it, so it must be set before
