@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from gdpo_trl.results.smollm2_study import ARMS, SEEDS, STUDY, evaluation
+from gdpo_trl.results.smollm2_study import ARMS, SEEDS, STUDY, evaluation, seeds_with_every_arm
 
 ROOT = Path(__file__).resolve().parents[1]
 START = "builtin:smollm2-135m-gsm8k-format"
@@ -120,9 +120,10 @@ def status(args) -> None:
         checkpoints = sorted(p.name for p in out.glob("checkpoint-*"))
         print(f"{arm:6} seed {seed!s:4} trained {done_train!s:5} evaluated {done_eval!s:5} {' '.join(checkpoints)}")
         evaluated |= {(arm, seed)} if done_eval else set()
-    complete = [seed for seed in SEEDS if all((arm, seed) in evaluated for arm in ARMS)]
     runs = sum(seed is not None for _, seed in evaluated)
-    print(f"{runs} of {len(SEEDS) * len(ARMS)} runs evaluated; seeds with all three arms: {complete}")
+    print(
+        f"{runs} of {len(SEEDS) * len(ARMS)} runs evaluated; seeds with all three arms: {seeds_with_every_arm(evaluated)}"
+    )
 
 
 def analyze(args) -> None:

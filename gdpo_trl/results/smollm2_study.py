@@ -23,6 +23,11 @@ ARMS = ("gdpo", "grpo", "sft")
 SEEDS = (0, 1, 2, 3, 4)
 
 
+def seeds_with_every_arm(evaluated) -> list[int]:
+    """The seeds whose three arms are all among ``evaluated`` ((arm, seed) pairs): what the stopping rule analyses."""
+    return [seed for seed in SEEDS if all((arm, seed) in evaluated for arm in ARMS)]
+
+
 def evaluation(run: Path) -> Path:
     """Where a run's evaluation goes: beside the run (gdpo eval writes nothing inside a run's folder)."""
     return run.with_name(f"eval-{run.name}")
@@ -67,11 +72,16 @@ def training_logs(root: Path, seeds: list[int]) -> dict[str, list[dict]]:
             for seed in seeds for arm in ("gdpo", "grpo")}  # fmt: skip
 
 
+def logged_steps(logs: dict[str, list[dict]], arm: str, seed: int) -> list[dict]:
+    """One run's per-step entries (TRL's log ends with a summary entry, which has no ``step_time``)."""
+    return [entry for entry in logs[f"{arm}-seed{seed}"] if "step_time" in entry]
+
+
 def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
     """Per RL arm and curve: the mean over seeds at each step, and each run's mean over its steps (mean ± std)."""
     found = {}
     for arm in ("gdpo", "grpo"):
-        steps = {seed: [entry for entry in logs[f"{arm}-seed{seed}"] if "step_time" in entry] for seed in seeds}
+        steps = {seed: logged_steps(logs, arm, seed) for seed in seeds}
         found[arm] = {}
         for name, key in CURVES.items():
             per_run = [[entry.get(key, 0.0) for entry in steps[seed]] for seed in seeds]
@@ -91,7 +101,7 @@ def plot_training(logs: dict[str, list[dict]], seeds: list[int], out_png: Path) 
     keys = [*(reward_key(name) for name in names), "reward"]
     curves = []
     for arm in ("gdpo", "grpo"):
-        runs = [[entry for entry in logs[f"{arm}-seed{seed}"] if "step_time" in entry] for seed in seeds]
+        runs = [logged_steps(logs, arm, seed) for seed in seeds]
         steps = [entry["step"] for entry in runs[0]]
         curves.append(MethodCurves(arm, steps, {key: [[entry[key] for entry in run] for run in runs] for key in keys}))
     title = f"H8 on SmolLM2-135M: training batch means, seeds {seeds}"
@@ -99,13 +109,18 @@ def plot_training(logs: dict[str, list[dict]], seeds: list[int], out_png: Path) 
 
 
 def analysis(root: Path) -> dict:
+    return analysis_and_logs(root)[0]
+
+
+def analysis_and_logs(root: Path) -> tuple[dict, dict[str, list[dict]]]:
     """The pre-registered statistic over the seeds whose three arms are all evaluated (the stopping rule): per arm
     mean and std of each outcome; each difference with Welch's test, the 95% bootstrap CI and its verdict; Holm over
     the nine primary comparisons; H8a's and H8b's verdicts; the secondary outcomes. ``root`` is the study's folder
-    (outputs/smollm2_gdpo_grpo) or its committed copy (docs/results/smollm2_gdpo_grpo): both give the same."""
+    (outputs/smollm2_gdpo_grpo) or its committed copy (docs/results/smollm2_gdpo_grpo): both give the same. The
+    RL runs' training logs come back beside it, read once."""
     runs = {(arm, seed): run_outcomes(evaluation(root / f"{arm}-seed{seed}")) for seed in SEEDS for arm in ARMS
             if (evaluation(root / f"{arm}-seed{seed}") / "summary.json").is_file()}  # fmt: skip
-    seeds = [seed for seed in SEEDS if all((arm, seed) in runs for arm in ARMS)]
+    seeds = seeds_with_every_arm(runs)
     if len(seeds) < 2:
         raise SystemExit(f"{len(seeds)} seed(s) with all three arms evaluated: the statistic needs at least 2")
     values = {(arm, name): [runs[arm, seed][name] for seed in seeds] for arm in ARMS for name in OUTCOMES}
@@ -126,7 +141,8 @@ def analysis(root: Path) -> dict:
         return "supported" if any(r["verdict"] == "ahead" and r["holds_under_holm"] for r in rows) else "not supported"
 
     secondary = [*SECONDARY, "format_uncut"]
-    return {
+    logs = training_logs(root, seeds)
+    result = {
         "seeds": seeds,
         "start": run_outcomes(root / "eval-start") if (root / "eval-start" / "summary.json").is_file() else None,
         "runs": [{"arm": arm, "seed": seed, **runs[arm, seed]} for seed in seeds for arm in ARMS],
@@ -134,7 +150,7 @@ def analysis(root: Path) -> dict:
         "secondary": {
             arm: {name: mean_std([runs[arm, seed][name] for seed in seeds]) for name in secondary} for arm in ARMS
         },  # fmt: skip
-        "training": curves(training_logs(root, seeds), seeds),
+        "training": curves(logs, seeds),
         "comparisons": comparisons,
         "verdicts": {
             "H8a gdpo - grpo": reading("gdpo - grpo"),
@@ -142,6 +158,7 @@ def analysis(root: Path) -> dict:
             "H8b grpo - sft": reading("grpo - sft"),
         },  # fmt: skip
     }
+    return result, logs
 
 
 def tables(result: dict) -> str:
@@ -175,8 +192,7 @@ def tables(result: dict) -> str:
 def write(root: Path, docs: Path) -> None:
     """Write docs/results/smollm2_gdpo_grpo.json and .md, the runs' training logs (logs/smollm2_gdpo_grpo.json.gz)
     and every evaluation's summary and completions (docs/results/smollm2_gdpo_grpo/)."""
-    result = analysis(root)
-    logs = training_logs(root, result["seeds"])
+    result, logs = analysis_and_logs(root)
     with gzip.open(docs / "logs" / f"{STUDY}.json.gz", "wt", encoding="utf-8") as handle:
         json.dump(logs, handle)
     for folder in sorted(root.glob("eval-*")):
