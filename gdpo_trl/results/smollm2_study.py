@@ -190,17 +190,21 @@ def tables(result: dict) -> str:
 
 
 def write(root: Path, docs: Path) -> None:
-    """Write docs/results/smollm2_gdpo_grpo.json and .md, the runs' training logs (logs/smollm2_gdpo_grpo.json.gz)
-    and every evaluation's summary and completions (docs/results/smollm2_gdpo_grpo/)."""
+    """Write docs/results/smollm2_gdpo_grpo.json and .md, the RL runs' training logs (logs/smollm2_gdpo_grpo.json.gz),
+    and under docs/results/smollm2_gdpo_grpo/ every evaluation's summary and completions and each control's build
+    record."""
     result, logs = analysis_and_logs(root)
-    with gzip.open(docs / "logs" / f"{STUDY}.json.gz", "wt", encoding="utf-8") as handle:
-        json.dump(logs, handle)
+    # mtime=0: the same study writes the same bytes, so a re-run of `analyze` leaves git with nothing to commit.
+    (docs / "logs" / f"{STUDY}.json.gz").write_bytes(gzip.compress(json.dumps(logs).encode(), mtime=0))
     for folder in sorted(root.glob("eval-*")):
         target = docs / STUDY / folder.name
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy(folder / "summary.json", target / "summary.json")
-        with (folder / "completions.jsonl").open("rb") as src, gzip.open(target / "completions.jsonl.gz", "wb") as dst:
-            shutil.copyfileobj(src, dst)
+        packed = gzip.compress((folder / "completions.jsonl").read_bytes(), mtime=0)
+        (target / "completions.jsonl.gz").write_bytes(packed)
+    for build in sorted(root.glob("sft-seed*/build.json")):  # the control logs no steps: its build record is its log
+        (docs / STUDY / build.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(build, docs / STUDY / build.parent.name / "build.json")
     (docs / f"{STUDY}.json").write_text(json.dumps(result, indent=2) + "\n")
     (docs / f"{STUDY}.md").write_text(tables(result))
     plot_training(logs, result["seeds"], docs / f"{STUDY}.png")

@@ -53,6 +53,7 @@ def test_analysis_follows_the_preregistration(study, tmp_path):
             evaluation(root / f"eval-{arm}-seed{seed}", rate, seed)
             (root / f"{arm}-seed{seed}").mkdir()
             (root / f"{arm}-seed{seed}" / "trainer_state.json").write_text(json.dumps({"log_history": training(seed)}))
+    (root / "sft-seed1" / "build.json").write_text('{"seed": 1, "rows": 160}')  # the control's record of its build
     evaluation(root / "eval-gdpo-seed3", 0.9, 3)  # seed 3 has one arm only: left out by the stopping rule
     evaluation(root / "eval-start", 0.49, 0)
 
@@ -81,6 +82,10 @@ def test_analysis_follows_the_preregistration(study, tmp_path):
     with gzip.open(docs / "logs" / "smollm2_gdpo_grpo.json.gz", "rt") as handle:
         assert set(json.load(handle)) == {f"{arm}-seed{s}" for arm in ("gdpo", "grpo") for s in range(3)}
     assert (docs / "smollm2_gdpo_grpo" / "eval-start" / "completions.jsonl.gz").is_file()
+    assert json.loads((docs / "smollm2_gdpo_grpo" / "sft-seed1" / "build.json").read_text()) == {"seed": 1, "rows": 160}
+    written = {path: path.read_bytes() for path in docs.rglob("*.gz")}
+    study.analyze(type("Args", (), {"out": str(root), "docs": str(docs)}))  # again: the same bytes, nothing to commit
+    assert {path: path.read_bytes() for path in docs.rglob("*.gz")} == written
     # The committed copy gives the same analysis and tables: what the figures test recomputes.
     again = json.loads(json.dumps(h8.analysis(docs / "smollm2_gdpo_grpo")))
     assert again == json.loads((docs / "smollm2_gdpo_grpo.json").read_text())
