@@ -157,6 +157,26 @@ def bounds() -> dict:
     return found
 
 
+# SmolLM2-135M's parameters (input embedding and head tied, counted once): a decode step multiplies by each once per
+# sequence (2 FLOPs a parameter a token) and reads each once for the batch of 16 sequences.
+PARAMETERS, SEQUENCES = 134_515_008, 16
+
+
+def against_bounds(threads: list[dict], bounds: dict) -> dict:
+    """Generation as ``gdpo`` runs it (two threads, passive waiting, nothing beside it) next to this machine's
+    matrix-product rate and copy bandwidth: the shares of each that decoding uses."""
+    row = next(r for r in threads if (r["busy_processes"], r["threads"], r["wait_policy"]) == (0, 2, "PASSIVE"))
+    gflops = row["tokens_per_second"] * 2 * PARAMETERS / 1e9
+    weights_gb_per_s = row["tokens_per_second"] * PARAMETERS * 2 / SEQUENCES / 1e9  # bfloat16: 2 bytes a parameter
+    return {
+        "tokens_per_second": row["tokens_per_second"],
+        "gflops_used": round(gflops, 1),
+        "share_of_bf16_gemm": round(gflops / bounds["gemm_gflops_bfloat16"], 3),
+        "weights_gb_per_s": round(weights_gb_per_s, 2),
+        "share_of_copy_bandwidth": round(weights_gb_per_s / bounds["copy_gb_per_s"], 2),
+    }
+
+
 def evaluation(args, dtype: str, scratch: Path) -> float:
     """Minutes for `gdpo eval` greedy on the first 200 GSM8K test problems (the lean dtype's into ``--eval_dir``
     when given: the same command as study H8's evaluation of the start, which can reuse it)."""
@@ -220,9 +240,11 @@ def main() -> None:
     threads = threads_under_load(args.busy, args.thread_limit, args.model)
     steps = {path: [t for run in found for t in run["step_seconds"][1:]] for path, found in runs.items()}
     micro = runs["after, micro-batches of 8"][0]
+    measured_bounds = bounds()
     result = {
         "step_seconds_before": statistics.median(steps["before"]),
         "step_seconds_after": statistics.median(steps["after"]),
+        "step_ratio_after_over_before": round(statistics.median(steps["after"]) / statistics.median(steps["before"]), 2),
         "peak_gb_before": max(run["peak_gb"] for run in runs["before"]),
         "peak_gb_after": max(run["peak_gb"] for run in runs["after"]),
         "peak_gb_micro_batches_of_8": micro["peak_gb"],
@@ -235,7 +257,8 @@ def main() -> None:
         "load": {"before": load, "after": [round(x, 2) for x in os.getloadavg()]},
         "runs": runs,
         "threads": threads,
-        "bounds": bounds(),
+        "bounds": measured_bounds,
+        "generation_vs_bounds": against_bounds(threads, measured_bounds),
         "setup": f"{args.model}, recipes/cpu/smollm2_gdpo, {args.rounds} runs x {args.steps} steps per path (first left out)",
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
