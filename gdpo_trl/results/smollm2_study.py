@@ -19,6 +19,8 @@ from pathlib import Path
 from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
 
 STUDY = "smollm2_gdpo_grpo"
+# What ran every job (each run's own train and eval commands are in its log beside it, outputs/smollm2_gdpo_grpo/).
+COMMAND = "nohup nice -n 10 python scripts/smollm2_study.py run --data DATA --workers 2"
 ARMS = ("gdpo", "grpo", "sft")
 SEEDS = (0, 1, 2, 3, 4)
 
@@ -67,7 +69,7 @@ def training_logs(root: Path, seeds: list[int]) -> dict[str, list[dict]]:
     """The RL runs' ``log_history`` by run name: from each run's trainer_state.json, or (committed) the logs file."""
     packed = root.parent / "logs" / f"{STUDY}.json.gz"
     if not (root / "gdpo-seed0" / "trainer_state.json").is_file() and packed.is_file():
-        return json.loads(gzip.decompress(packed.read_bytes()))
+        return json.loads(gzip.decompress(packed.read_bytes()))["runs"]
     return {f"{arm}-seed{seed}": json.loads((root / f"{arm}-seed{seed}" / "trainer_state.json").read_text())["log_history"]
             for seed in seeds for arm in ("gdpo", "grpo")}  # fmt: skip
 
@@ -163,6 +165,10 @@ def analysis_and_logs(root: Path) -> tuple[dict, dict[str, list[dict]]]:
 
 def tables(result: dict) -> str:
     """docs/results/smollm2_gdpo_grpo.md: the arms, the differences with Holm, the verdicts, the secondary outcomes."""
+
+    def unheld(comparison: dict) -> bool:  # ahead or behind by the CI, but not under Holm ("level" needs no note)
+        return comparison["verdict"] != "level" and not comparison["holds_under_holm"]
+
     lines = [f"# {STUDY}: arm means ± std over seeds {result['seeds']}", "", "| arm | " + " | ".join(OUTCOMES) + " |",
              "|---|" + "---:|" * len(OUTCOMES)]  # fmt: skip
     lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["arms"][arm].values()) + " |"
@@ -173,7 +179,7 @@ def tables(result: dict) -> str:
         "|---|---|---:|---|---:|---:|---|",
     ]
     lines += [f"| {c['difference']} | {c['outcome']} | {c['diff']:+.3f} | [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | "
-              f"{c['p']:.3g} | {c['holm_p']:.3g} | {c['verdict']}{'' if c['holds_under_holm'] else ' (not under Holm)'} |"
+              f"{c['p']:.3g} | {c['holm_p']:.3g} | {c['verdict']}{' (not under Holm)' if unheld(c) else ''} |"
               for c in result["comparisons"]]  # fmt: skip
     lines += ["", *(f"- {name}: {value}" for name, value in result["verdicts"].items())]
     names = list(next(iter(result["secondary"].values())))
@@ -195,7 +201,8 @@ def write(root: Path, docs: Path) -> None:
     record."""
     result, logs = analysis_and_logs(root)
     # mtime=0: the same study writes the same bytes, so a re-run of `analyze` leaves git with nothing to commit.
-    (docs / "logs" / f"{STUDY}.json.gz").write_bytes(gzip.compress(json.dumps(logs).encode(), mtime=0))
+    packed = json.dumps({"command": COMMAND, "runs": logs}).encode()  # as docs/results/logs/ keeps every study's
+    (docs / "logs" / f"{STUDY}.json.gz").write_bytes(gzip.compress(packed, mtime=0))
     for folder in sorted(root.glob("eval-*")):
         target = docs / STUDY / folder.name
         target.mkdir(parents=True, exist_ok=True)

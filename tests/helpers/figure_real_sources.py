@@ -79,7 +79,7 @@ def h8_study(tmp) -> str:
     analysis = ROOT / "docs" / "results" / "smollm2_gdpo_grpo.json"
     if not analysis.is_file():
         return ""
-    numbers = [
-        v for v in _flat(json.loads(analysis.read_text())) if isinstance(v, (int, float)) and not isinstance(v, bool)
-    ]
-    return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers)
+    result = json.loads(analysis.read_text())
+    numbers = [v for v in _flat(result) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    start = "| start | " + " | ".join(repr(v) for v in result["start"].values()) + " |"  # its outcomes, one row
+    return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers) + f"\n{start}"

@@ -42,7 +42,7 @@ LOGGED = [
 SEEDS: dict[str, int] = {}
 # Runs per study: methods x seeds (30 unless said).
 RUNS = {"process": 20, **{task: 3 * seeds for task, seeds in SEEDS.items()}}
-OTHER_LOGS = ["compare"]  # README's gdpo compare table
+OTHER_LOGS = ["compare", "smollm2_gdpo_grpo"]  # README's gdpo compare table; study H8's RL runs (not a seed_study task)
 
 
 def seed_study():

@@ -80,7 +80,7 @@ def test_analysis_follows_the_preregistration(study, tmp_path):
     assert "| gdpo - grpo | format | +0.120 |" in table
     assert json.loads((docs / "smollm2_gdpo_grpo.json").read_text())["seeds"] == [0, 1, 2]
     with gzip.open(docs / "logs" / "smollm2_gdpo_grpo.json.gz", "rt") as handle:
-        assert set(json.load(handle)) == {f"{arm}-seed{s}" for arm in ("gdpo", "grpo") for s in range(3)}
+        assert set(json.load(handle)["runs"]) == {f"{arm}-seed{s}" for arm in ("gdpo", "grpo") for s in range(3)}
     assert (docs / "smollm2_gdpo_grpo" / "eval-start" / "completions.jsonl.gz").is_file()
     assert json.loads((docs / "smollm2_gdpo_grpo" / "sft-seed1" / "build.json").read_text()) == {"seed": 1, "rows": 160}
     written = {path: path.read_bytes() for path in docs.rglob("*.gz")}
@@ -99,18 +99,15 @@ def test_fewer_than_two_complete_seeds_is_refused(study, tmp_path):
         h8.analysis(tmp_path)
 
 
-def test_the_committed_study_recomputes_or_is_still_running(study):
-    """Once H8's results are committed, its tables are what its committed evaluations and logs give; until then the
-    docs say it is running and carry no H8 outcome."""
-    docs = SCRIPT.parents[1] / "docs"
-    committed = docs / "results" / "smollm2_gdpo_grpo.json"
-    if committed.is_file():
-        result = json.loads(json.dumps(h8.analysis(docs / "results" / "smollm2_gdpo_grpo")))
-        assert result == json.loads(committed.read_text())
-        assert h8.tables(result) == (docs / "results" / "smollm2_gdpo_grpo.md").read_text()
-    else:
-        assert "## GDPO against GRPO: study H8, pre-registered and running" in (docs / "real_model.md").read_text()
-        assert not (docs / "results" / "smollm2_gdpo_grpo").exists()
+def test_the_committed_study_recomputes(study):
+    """H8's committed tables and analysis are what its committed evaluations (every completion) and logs give."""
+    docs = SCRIPT.parents[1] / "docs" / "results"
+    result = json.loads(json.dumps(h8.analysis(docs / "smollm2_gdpo_grpo")))
+    assert result == json.loads((docs / "smollm2_gdpo_grpo.json").read_text())
+    assert h8.tables(result) == (docs / "smollm2_gdpo_grpo.md").read_text()
+    assert result["seeds"] == [0, 1, 2, 3, 4]  # every seed of the design: the stopping rule left none out
+    evaluations = sorted(path.name for path in (docs / "smollm2_gdpo_grpo").glob("eval-*"))
+    assert len(evaluations) == 16 and "eval-start" in evaluations
 
 
 def test_status_counts_the_runs_and_the_complete_seeds(study, tmp_path, capsys):
