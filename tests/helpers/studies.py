@@ -42,7 +42,10 @@ LOGGED = [
 SEEDS: dict[str, int] = {}
 # Runs per study: methods x seeds (30 unless said).
 RUNS = {"process": 20, **{task: 3 * seeds for task, seeds in SEEDS.items()}}
-OTHER_LOGS = ["compare", "smollm2_gdpo_grpo"]  # README's gdpo compare table; study H8's RL runs (not a seed_study task)
+# Study H8 on the real model: analysed by gdpo_trl.results.smollm2_study, not seed_study (its own tables, evaluations
+# and logs; tests/scripts/test_smollm2_study.py recomputes them).
+OTHER_STUDIES = ["smollm2_gdpo_grpo"]
+OTHER_LOGS = ["compare", *OTHER_STUDIES]  # README's gdpo compare table; H8's RL runs
 
 
 def seed_study():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.results import stats as rs
-from tests.helpers.studies import LOGGED, LOGS, OTHER_LOGS, PILOTS, RESULTS, RUNS, STUDIES, seed_study
+from tests.helpers.studies import LOGGED, LOGS, OTHER_LOGS, OTHER_STUDIES, PILOTS, RESULTS, RUNS, STUDIES, seed_study
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -188,10 +188,10 @@ def test_seed_study_command(tmp_path, capsys):
 
 
 def test_every_study_has_rows_tables_and_logs():
-    assert sorted(p.stem for p in RESULTS.glob("*.json")) == sorted(STUDIES)
+    assert sorted(p.stem for p in RESULTS.glob("*.json")) == sorted([*STUDIES, *OTHER_STUDIES])
     # README.md is the study's page and reproducibility.md a page of its own; every other .md is a study's tables
     assert sorted(p.stem for p in RESULTS.glob("*.md") if p.stem not in ("README", "reproducibility")) == sorted(
-        [*STUDIES, *(p for p in PILOTS if p in LOGGED)]
+        [*STUDIES, *(p for p in PILOTS if p in LOGGED), *OTHER_STUDIES]
     )
     assert sorted(p.name for p in LOGS.glob("*.json.gz")) == sorted(f"{t}.json.gz" for t in [*LOGGED, *OTHER_LOGS])
     for task in LOGGED:
