@@ -163,6 +163,15 @@ class GDPOConfig(GRPOConfig):
             "choices": list(CPU_DTYPES),
         },
     )
+    merge_lora_for_generation: bool = field(
+        default=False,
+        metadata={
+            "help": "With LoRA and transformers generation: sample from the adapters merged into a copy of the "
+            "weights (computed once per generation; training's weights are untouched) instead of adding their two "
+            "products at every layer of every decode step. About 1.6x faster sampling of SmolLM2 on a CPU; the "
+            "completions differ by rounding from the second step on. Not with use_vllm (vLLM merges already)."
+        },
+    )
     overwrite_output_dir: bool = field(
         default=False,
         metadata={
@@ -214,6 +223,11 @@ class GDPOConfig(GRPOConfig):
             raise InputError(
                 "gdpo_batch_norm=false has no effect with multi_objective_aggregation='gd2po' (GD2PO whitens over its "
                 "kept rollouts instead): remove gdpo_batch_norm, or use 'normalize_then_sum' for GDPO without it."
+            )
+        if self.merge_lora_for_generation and self.use_vllm:
+            raise InputError(
+                "merge_lora_for_generation=true applies to transformers generation; with use_vllm=true, vLLM "
+                "generates from merged weights already: drop merge_lora_for_generation."
             )
         if self.scale_rewards not in SCALES:
             raise InputError(f"scale_rewards={self.scale_rewards!r} is not supported: use one of {list(SCALES)}.")

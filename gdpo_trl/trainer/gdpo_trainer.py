@@ -18,6 +18,7 @@ TRL internals this relies on (checked against trl 1.16; the package pins ``trl>=
   appended once per call.
 - ``self.reward_funcs``, ``self.reward_func_names``, ``self.reward_weights``, ``self.num_generations``,
   ``self.num_generations_eval``, ``self.scale_rewards``, ``self.multi_objective_aggregation``.
+- ``_generate_single_turn(...)`` generates with ``self.model`` (wrapped by ``merge_lora_for_generation``).
 - With tools: ``self.tools`` (every tool, by ``__name__``), and ``_tool_call_loop`` calling each rollout's tools from
   ``self._sync_tool_dicts``/``self._async_tool_dicts`` (rebuilt per batch before it), inside
   ``_generate_and_score_completions`` (see :mod:`gdpo_trl.trainer.tool_watch`).
@@ -37,6 +38,7 @@ from gdpo_trl.core.gd2po import gd2po_advantages
 from gdpo_trl.rewards.conditioned import apply_reward_conditions
 from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
 from gdpo_trl.trainer.gd2po import gathered_completion_mask
+from gdpo_trl.trainer.lora_generation import check_merge_for_generation, lora_merged_for_generation
 from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
 from gdpo_trl.trainer.reward_checks import check_reward_funcs
 from gdpo_trl.trainer.reward_parity import GatheredRewardWarnings
@@ -116,6 +118,10 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
         self._process_slots = process_slots
         self._tool_watch = ToolWatch([t.__name__ for t in self.tools], args.tool_timeout) if self.tools else None
+        if args.merge_lora_for_generation:  # LoRA layers to merge, whole weights on this process
+            check_merge_for_generation(
+                self.accelerator.unwrap_model(self.model), sharded=self.is_deepspeed_enabled or self.is_fsdp_enabled
+            )
         self._zero_spread = ZeroSpread(self.reward_func_names)  # a reward that scores every completion alike is named
         if not (self.uses_gdpo or process_slots):  # GRPO's rule trains: the model card says GRPO, as GRPOTrainer's
             self._name, self._tag_names, self._paper = GRPOTrainer._name, GRPOTrainer._tag_names, GRPOTrainer._paper
@@ -143,6 +149,13 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
                 "GD2PO" if args.multi_objective_aggregation == "gd2po" else "GDPO",
                 self.scale_rewards,
             )
+
+    def _generate_single_turn(self, *args, **kwargs):
+        # merge_lora_for_generation: TRL's generation, on the adapters merged into a copy of the weights
+        if not self.args.merge_lora_for_generation:
+            return super()._generate_single_turn(*args, **kwargs)
+        with lora_merged_for_generation(self.accelerator.unwrap_model(self.model)):
+            return super()._generate_single_turn(*args, **kwargs)
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
         """TRL's card (this trainer's name, tags and paper, TRL's citation beside it), then: the base model's name
