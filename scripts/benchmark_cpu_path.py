@@ -83,8 +83,8 @@ def recipe_step(path: str, args, scratch: Path) -> dict:
     }
 
 
-def generate(threads: int, model: str) -> dict:
-    """16 x 64 sampled tokens of the format start in the lean dtype (run in a child: the wait policy is read once)."""
+def _model_and_batch(threads: int, model: str):
+    """The format start in the lean dtype and 16 prompts (2 GSM8K problems x 8), left-padded as TRL generates."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -96,11 +96,19 @@ def generate(threads: int, model: str) -> dict:
     path = resolve_model(model)
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
     dtype = choose_cpu_dtype("auto")[0]
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
+    loaded = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
     prompts = [row["prompt"] for row in load_gsm8k("sample").select(range(2))] * 8
     batch = tokenizer.apply_chat_template(
         prompts, add_generation_prompt=True, return_tensors="pt", padding=True, return_dict=True
     )
+    return loaded, batch, dtype
+
+
+def generate(threads: int, model: str) -> dict:
+    """16 x 64 sampled tokens of the format start in the lean dtype (run in a child: the wait policy is read once)."""
+    import torch
+
+    model, batch, dtype = _model_and_batch(threads, model)
     torch.manual_seed(0)
     with torch.no_grad():
         model.generate(**batch, max_new_tokens=4, do_sample=True)  # warm-up
@@ -108,6 +116,44 @@ def generate(threads: int, model: str) -> dict:
         model.generate(**batch, max_new_tokens=64, min_new_tokens=64, do_sample=True)
     seconds = time.perf_counter() - start
     return {"seconds": round(seconds, 1), "tokens_per_second": round(16 * 64 / seconds, 1), "dtype": dtype}
+
+
+def decode_breakdown(threads: int, model: str) -> dict:
+    """Where a decode step's time goes (run in a child, like :func:`generate`): the prompt pass (one new token), one
+    decode step of 16 sequences (64 new tokens, less the prompt pass, over 63), every linear layer applied to 16 rows
+    (the weights read once, as in a decode step) and the rate it reads them at, and drawing 16 tokens from the
+    49,152-token vocabulary as generate samples (``torch.multinomial``)."""
+    import torch
+
+    model, batch, _ = _model_and_batch(threads, model)
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+
+    def timed(work, repeats: int = 3) -> float:  # the fastest of a few: the machine's noise only adds
+        found = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            work()
+            found.append(time.perf_counter() - start)
+        return min(found)
+
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model.generate(**batch, max_new_tokens=4, do_sample=True)  # warm-up
+        prompt = timed(lambda: model.generate(**batch, max_new_tokens=1, do_sample=True))
+        whole = timed(lambda: model.generate(**batch, max_new_tokens=64, min_new_tokens=64, do_sample=True))
+        rows = {n: torch.randn(16, n, dtype=model.dtype) for n in {m.in_features for m in linears}}
+        matmuls = timed(lambda: [m(rows[m.in_features]) for m in linears], repeats=10)
+        probs = torch.softmax(torch.randn(16, model.config.vocab_size), dim=-1)
+        draw = timed(lambda: torch.multinomial(probs, 1), repeats=10)
+    weights = sum(m.weight.numel() * m.weight.element_size() for m in linears)
+    return {
+        "prompt_tokens": int(batch["input_ids"].numel()),
+        "prompt_pass_seconds": round(prompt, 2),
+        "decode_step_ms": round((whole - prompt) / 63 * 1e3, 1),
+        "linear_layers_ms": round(matmuls * 1e3, 1),
+        "linear_layers_weights_gb_per_s": round(weights / matmuls / 1e9, 2),
+        "sampling_ms": round(draw * 1e3, 1),
+    }
 
 
 def threads_under_load(busy: int, limit: float, model: str) -> list[dict]:
@@ -183,16 +229,7 @@ def evaluation(args, dtype: str, scratch: Path) -> float:
     out = Path(args.eval_dir) if args.eval_dir and dtype != "float32" else scratch / f"eval-{dtype}"
     start = time.perf_counter()
     command = gdpo("eval", "--model", args.model, "--dataset", str(Path(args.data) / "test.jsonl"), "--limit", "200")
-    command += [
-        "--max_new_tokens",
-        "256",
-        "--batch_size",
-        "50",
-        "--dtype",
-        dtype,
-        "--output_dir",
-        str(out),
-    ]
+    command += ["--max_new_tokens", "256", "--batch_size", "50", "--dtype", dtype, "--output_dir", str(out)]
     subprocess.run(command, check=True, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     return round((time.perf_counter() - start) / 60, 1)
 
@@ -211,9 +248,13 @@ def main() -> None:
     parser.add_argument("--eval_dir", help="keep the lean dtype's evaluation here (default: a temporary folder)")
     parser.add_argument("--output", default=str(OUT))
     parser.add_argument("--_generate", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--_breakdown", type=int, help="only where a decode step's time goes, with this many threads")
     args = parser.parse_args()
     if args._generate:
         print(json.dumps(generate(args._generate, args.model)))
+        return
+    if args._breakdown:
+        print(json.dumps(decode_breakdown(args._breakdown, args.model)))
         return
 
     from gdpo_trl.core.cpu_speed import choose_cpu_dtype
@@ -259,6 +300,11 @@ def main() -> None:
         "threads": threads,
         "bounds": measured_bounds,
         "generation_vs_bounds": against_bounds(threads, measured_bounds),
+        "decode_breakdown": json.loads(
+            subprocess.run([sys.executable, __file__, "--_breakdown", "2", "--model", args.model], check=True,
+                           capture_output=True, text=True, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
+                           ).stdout.splitlines()[-1]
+        ),  # as gdpo runs it: two threads, passive  # fmt: skip
         "setup": f"{args.model}, recipes/cpu/smollm2_gdpo, {args.rounds} runs x {args.steps} steps per path (first left out)",
     }
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,8 @@ START = "builtin:smollm2-135m-gsm8k-format"
 STEPS = 10
 # The recipes' micro-batches when H8 was registered (16 completions trained on as 2 x 8); the recipes may change.
 MICRO_BATCHES = ["--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2"]
+# Registered before the recipes sampled from merged LoRA weights: the study's runs sample through the adapters.
+UNMERGED = ["--merge_lora_for_generation", "false"]
 EVAL = ["--limit", "200", "--max_new_tokens", "256", "--batch_size", "50", "--dtype", "bfloat16"]
 
 
@@ -46,7 +48,7 @@ def train_command(arm: str, seed: int, data: Path, out: Path) -> list[str]:
     resume = resume or (["--overwrite_output_dir", "true"] if out.exists() else [])
     return [tool("gdpo"), "train", "--config", str(ROOT / f"recipes/cpu/smollm2_{arm}/config.yaml"),
             "--dataset_name", str(data / "train.jsonl"), "--seed", str(seed), "--max_steps", str(STEPS),
-            "--save_steps", "2", *MICRO_BATCHES, "--output_dir", str(out), *resume]  # fmt: skip
+            "--save_steps", "2", *MICRO_BATCHES, *UNMERGED, "--output_dir", str(out), *resume]  # fmt: skip
 
 
 def trained(arm: str, out: Path) -> bool:
