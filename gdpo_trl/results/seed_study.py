@@ -111,6 +111,11 @@ def export_logs(task: str, out_dir: Path, command: str, path: Path) -> Path:
             runs[folder.name] = [{k: v for k, v in entry.items() if KEPT_KEYS.fullmatch(k)} for entry in log]
     if not runs:
         raise SystemExit(f"seed_study: no <method>-seed<N>/{STATE_FILE} under {out_dir}")
+    return write_logs(path, task, command, runs)
+
+
+def write_logs(path: Path, task: str, command: str, runs: dict[str, list[dict]]) -> Path:
+    """The raw data as docs/results/logs/ keeps it (what :func:`read_logs` reads), gzipped JSON."""
     path.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps({"task": task, "command": command, "runs": runs}, sort_keys=True).encode()
     path.write_bytes(gzip.compress(data, mtime=0))  # mtime 0: the same logs give the same bytes

@@ -16,6 +16,7 @@ import json
 import shutil
 from pathlib import Path
 
+from gdpo_trl.results.seed_study import read_logs, write_logs
 from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
 
 STUDY = "smollm2_gdpo_grpo"
@@ -69,7 +70,7 @@ def training_logs(root: Path, seeds: list[int]) -> dict[str, list[dict]]:
     """The RL runs' ``log_history`` by run name: from each run's trainer_state.json, or (committed) the logs file."""
     packed = root.parent / "logs" / f"{STUDY}.json.gz"
     if not (root / "gdpo-seed0" / "trainer_state.json").is_file() and packed.is_file():
-        return json.loads(gzip.decompress(packed.read_bytes()))["runs"]
+        return read_logs(packed)["runs"]
     return {f"{arm}-seed{seed}": json.loads((root / f"{arm}-seed{seed}" / "trainer_state.json").read_text())["log_history"]
             for seed in seeds for arm in ("gdpo", "grpo")}  # fmt: skip
 
@@ -200,9 +201,8 @@ def write(root: Path, docs: Path) -> None:
     and under docs/results/smollm2_gdpo_grpo/ every evaluation's summary and completions and each control's build
     record."""
     result, logs = analysis_and_logs(root)
-    # mtime=0: the same study writes the same bytes, so a re-run of `analyze` leaves git with nothing to commit.
-    packed = json.dumps({"command": COMMAND, "runs": logs}).encode()  # as docs/results/logs/ keeps every study's
-    (docs / "logs" / f"{STUDY}.json.gz").write_bytes(gzip.compress(packed, mtime=0))
+    # gzip with mtime 0 throughout: a re-run of `analyze` writes the same bytes, leaving git nothing to commit.
+    write_logs(docs / "logs" / f"{STUDY}.json.gz", STUDY, COMMAND, logs)
     for folder in sorted(root.glob("eval-*")):
         target = docs / STUDY / folder.name
         target.mkdir(parents=True, exist_ok=True)
