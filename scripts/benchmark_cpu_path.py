@@ -104,13 +104,26 @@ def _model_and_batch(threads: int, model: str):
     return loaded, batch, dtype
 
 
-def generate(threads: int, model: str) -> dict:
-    """16 x 64 sampled tokens of the format start in the lean dtype (run in a child: the wait policy is read once)."""
+def generate(threads: int, model: str, lora: str = "none") -> dict:
+    """16 x 64 sampled tokens of the format start in the lean dtype (run in a child: the wait policy is read once).
+    ``lora``: ``none``, or the recipes' LoRA (rank 16 on every linear layer) sampled ``through`` the adapters, as TRL
+    does, or ``merged`` into a copy of the weights, as ``merge_lora_for_generation`` does."""
+    import contextlib
+
     import torch
 
     model, batch, dtype = _model_and_batch(threads, model)
+    merged = contextlib.nullcontext()
+    if lora != "none":
+        from peft import LoraConfig, get_peft_model
+
+        from gdpo_trl.trainer.lora_generation import lora_merged_for_generation
+
+        config = LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM")
+        model = get_peft_model(model, config).eval()
+        merged = lora_merged_for_generation(model) if lora == "merged" else merged
     torch.manual_seed(0)
-    with torch.no_grad():
+    with torch.no_grad(), merged:
         model.generate(**batch, max_new_tokens=4, do_sample=True)  # warm-up
         start = time.perf_counter()
         model.generate(**batch, max_new_tokens=64, min_new_tokens=64, do_sample=True)
@@ -248,10 +261,11 @@ def main() -> None:
     parser.add_argument("--eval_dir", help="keep the lean dtype's evaluation here (default: a temporary folder)")
     parser.add_argument("--output", default=str(OUT))
     parser.add_argument("--_generate", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--_lora", default="none", choices=("none", "through", "merged"), help=argparse.SUPPRESS)
     parser.add_argument("--_breakdown", type=int, help="only where a decode step's time goes, with this many threads")
     args = parser.parse_args()
     if args._generate:
-        print(json.dumps(generate(args._generate, args.model)))
+        print(json.dumps(generate(args._generate, args.model, args._lora)))
         return
     if args._breakdown:
         print(json.dumps(decode_breakdown(args._breakdown, args.model)))

@@ -2,7 +2,7 @@
 
 A LoRA layer computes ``W x + scale * B (A x)``: two more small matrix products per layer. In training they are
 cheap next to the backward pass; in generation they run at every layer of every decode step, and on a CPU, where a
-decode step is a few hundred small kernels, they made SmolLM2's sampling about 1.6 times slower
+decode step is a few hundred small kernels, they made SmolLM2's sampling about 1.7 times slower
 (docs/real_model.md#speed). Inside :func:`lora_merged_for_generation` every LoRA layer's base weight is replaced by a
 new tensor ``W + scale * B A`` (peft's own ``get_delta_weight``, once per generation) and its adapters are switched
 off, so a decode step runs the plain model; on exit the original weight tensors are put back as they were (the same
