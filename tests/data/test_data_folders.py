@@ -3,6 +3,7 @@ a folder of .jsonl or .parquet files, with split names in the file names or fold
 folder; a missing split or an empty folder is one line."""
 
 import json
+import os
 
 import datasets
 import pytest
@@ -59,3 +60,53 @@ def test_a_folder_that_cannot_serve_is_one_line(tmp_path, files, split, words):
         words = "has no split 'validation': it has ['test', 'train']"
     with pytest.raises(InputError, match=words.replace("[", r"\[").replace("]", r"\]")):
         load_source(str(tmp_path / "data"), split=split)
+
+
+@pytest.mark.parametrize("config", [None, "main"])
+def test_a_folder_mixing_formats_is_one_line_naming_them(tmp_path, config):
+    """Issue 48: .jsonl beside .parquet trained on the .jsonl half only (10 of 20 rows), with or without a config."""
+    write(tmp_path / "data" / "part1.jsonl", ROWS[:3])
+    write(tmp_path / "data" / "part2.parquet", ROWS[3:])
+    with pytest.raises(InputError) as caught:
+        load_source(str(tmp_path / "data"), split="train", config=config or "main")
+    assert str(caught.value) == (
+        f"GSM8K data folder {tmp_path / 'data'} mixes formats: 1 json file (part1.jsonl), 1 parquet file (part2.parquet); "
+        "datasets would read one format and drop the rest. Keep one format per folder (convert the others, or move "
+        "them out)."
+    )
+
+
+def test_json_and_jsonl_files_are_one_format(tmp_path):
+    write(tmp_path / "data" / "a.jsonl", ROWS[:2])
+    (tmp_path / "data" / "b.json").write_text(json.dumps(ROWS[2:3]))
+    assert sorted(load_source(str(tmp_path / "data"))["answer"], key=int) == ["0", "2", "4"]
+
+
+def test_a_huge_file_is_refused_by_its_size_before_it_is_read(tmp_path, monkeypatch):
+    """A 5 GB file (sparse: os.truncate writes nothing) is refused from its size, for .jsonl and .parquet alike."""
+    import resource
+
+    for name in ("big.jsonl", "big.parquet"):
+        path = tmp_path / name
+        write(path, ROWS[:1])
+        os.truncate(path, 5 * 10**9)
+        with pytest.raises(InputError, match=rf"{name} is 5,000 MB, more than the 1000 MB read at most: .* set "
+                                             r"GDPO_TRL_MAX_DATA_MB higher"):  # fmt: skip
+            load_source(str(path))
+    monkeypatch.setenv("GDPO_TRL_MAX_DATA_MB", "6000")  # raised: the zeros after row 1 are one line too long
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(InputError, match=r"big.jsonl:2: a line longer than 4 MB .* set GDPO_TRL_MAX_LINE_MB higher"):
+        load_source(str(tmp_path / "big.jsonl"))
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KB: memory did not grow
+
+
+def test_a_line_over_the_limit_is_refused_and_the_limit_can_be_raised(tmp_path, monkeypatch):
+    path = tmp_path / "long.jsonl"
+    write(path, [ROWS[0], {**ROWS[1], "question": "x" * 5_000_000}])  # no newline in 5 MB
+    with pytest.raises(InputError, match=r"long.jsonl:2: a line longer than 4 MB"):
+        load_source(str(path))
+    monkeypatch.setenv("GDPO_TRL_MAX_LINE_MB", "6")
+    assert len(load_source(str(path))) == 2
+    monkeypatch.setenv("GDPO_TRL_MAX_LINE_MB", "lots")
+    with pytest.raises(InputError, match=r"GDPO_TRL_MAX_LINE_MB='lots' is not a positive number of MB"):
+        load_source(str(path))
