@@ -119,9 +119,25 @@ def convert_gguf(path: Path, target: Path) -> None:
     (target / SOURCE_RECORD).write_text(json.dumps({"gguf_file": path.name}, indent=2) + "\n")
 
 
-def converted_gguf(path: Path, name: str | None = None) -> Path:
+# Conversion time per MB of GGUF file on a 2-core AMD EPYC: SmolLM2's Q4_1 file (98 MB) about 30 s quiet,
+# Qwen2.5-Coder-0.5B's Q4_K_M file (491 MB) 156 s at a load of 4-5, its SHA-256 check included (2026-11-27); the
+# progress line's estimate is the file's size times this.
+SECONDS_PER_MB = 0.32
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, read in 4 MB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def converted_gguf(path: Path, name: str | None = None, expected_sha256: str | None = None) -> Path:
     """The cached safetensors folder converted from GGUF file ``path`` (converted now when missing, with a progress
-    line); ``name`` prefixes the cache folder (default: the file's name)."""
+    line and an estimate from the file's size); ``name`` prefixes the cache folder (default: the file's name). With
+    ``expected_sha256``, the file is hashed before it is converted and refused in one line when it differs."""
     architecture = gguf_architecture(path)
     key = _key(path)
     # Once per file content: a folder converted from the same bytes under another name (the builtin's, or the
@@ -132,9 +148,19 @@ def converted_gguf(path: Path, name: str | None = None) -> Path:
     target = cache_dir() / f"{name or path.stem}-gguf-{key}"
 
     def build(tmp: Path) -> None:
+        if expected_sha256 is not None:
+            found = file_sha256(path)
+            if found != expected_sha256:
+                raise InputError(
+                    f"{path} does not match its SHA-256 ({found[:12]} != {expected_sha256[:12]}): "
+                    "delete it and prepare the model again"
+                )
+        megabytes = path.stat().st_size / 1e6
+        seconds = megabytes * SECONDS_PER_MB
+        estimate = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
         print(
-            f"Converting {path} ({architecture}, {path.stat().st_size / 1e6:.0f} MB) once for this machine into "
-            f"{target} (float32 safetensors; about 30 s on 2 CPU cores) ...",
+            f"Converting {path} ({architecture}, {megabytes:.0f} MB) once for this machine into "
+            f"{target} (float32 safetensors; about {estimate} on 2 CPU cores, longer under load) ...",
             file=sys.stderr,
             flush=True,
         )
