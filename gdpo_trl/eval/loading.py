@@ -143,6 +143,27 @@ def check_finite_files(spec: ModelSpec) -> None:
                 raise EvaluationInputError(nonfinite_refusal(spec.name, found))
 
 
+def check_prompts_fit(spec: ModelSpec, problems, max_new_tokens: int) -> None:
+    """Prompts that with ``max_new_tokens`` do not fit the model's positions, refused before the model loads, as
+    ``gdpo train`` refuses them (:func:`gdpo_trl.data.prompt_fit.check_prompt_lengths`): one 100k-character prompt
+    grew ``gdpo eval`` to 7.6 GB until it was killed, printing nothing. A tokenizer or config that cannot be read
+    here is left to the loading, which names it."""
+    from transformers import AutoTokenizer
+
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.data.prompt_fit import check_prompt_lengths
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(spec.tokenizer)
+        check_prompt_lengths(problems, tokenizer, spec.base, max_new_tokens, "--max_new_tokens")
+    except EvaluationInputError:
+        raise
+    except InputError as err:
+        raise EvaluationInputError(f"model {spec.name!r}: {err}") from None
+    except (OSError, ValueError):
+        return
+
+
 def load_transformers_model(spec: ModelSpec, dtype: str = "auto", device: str | None = None):
     """Load ``(model, tokenizer)`` for generation: the adapter merged into the base, eval mode, on ``device``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -15,7 +15,7 @@ from pathlib import Path
 from gdpo_trl.data.sources import environment_factory
 from gdpo_trl.eval.agent import generate_and_score_episodes
 from gdpo_trl.eval.backends import choose_backend, generate_transformers, generate_vllm
-from gdpo_trl.eval.loading import DTYPES, ModelSpec, load_transformers_model, resolve_model_spec
+from gdpo_trl.eval.loading import DTYPES, ModelSpec, check_prompts_fit, load_transformers_model, resolve_model_spec
 from gdpo_trl.eval.report import default_output_dir, refuse_earlier_result, results_replaceable, write_outputs
 from gdpo_trl.eval.scoring import DEFAULT_REWARDS, default_rewards, reward_funcs, score_problem, summarize
 from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
@@ -122,6 +122,7 @@ def evaluate(
         dtype=None if dtype == "auto" else dtype,
     )  # fmt: skip
     refuse_earlier_result(out, results_replaceable())
+    check_prompts_fit(spec, problems, settings.max_new_tokens)
     environments = environment_factory(dataset)
     if environments is not None:  # an agent source: multi-turn episodes with its environment (gdpo_trl.eval.agent)
         if backend == "vllm":

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
 from gdpo_trl.core.errors import InputError, input_stage
 from gdpo_trl.core.plugins import resolve_model
+from gdpo_trl.data.prompt_fit import check_prompt_lengths
 from gdpo_trl.data.sources import environment_factory, is_generated, load_source
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.run.agent_checks import check_agent_recipe, check_environments
@@ -27,7 +28,6 @@ from gdpo_trl.run.checkpoints import prepare_run
 from gdpo_trl.run.checks import (
     check_chat_template,
     check_loaded_weights,
-    check_prompt_lengths,
     check_recipe,
     check_rewards,
     fit_to_machine,

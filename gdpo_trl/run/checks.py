@@ -16,10 +16,6 @@ from gdpo_trl.storage.weight_files import model_folder_problem, nonfinite_weight
 
 logger = logging.getLogger("gdpo_trl.run.checks")
 
-# Config keys where a model stores how many positions it has, most common first.
-CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
-
-
 def fit_to_machine(training_args, model_args) -> None:
     """Adapt what a GPU recipe asks for and this machine cannot give, saying so in a warning line each.
 
@@ -142,68 +138,3 @@ def check_rewards(reward_funcs: list, training_args) -> None:
         check_process_settings(training_args, funcs, slots)
     except ValueError as error:
         raise InputError(str(error)) from None
-
-
-def model_context(model_path: str) -> int | None:
-    """How many positions the model at ``model_path`` has (None when its config does not say)."""
-    from transformers import AutoConfig
-
-    config = AutoConfig.from_pretrained(model_path)
-    config = getattr(config, "text_config", None) or config
-    return next((getattr(config, key) for key in CONTEXT_KEYS if isinstance(getattr(config, key, None), int)), None)
-
-
-def prompt_lengths(prompts: list, tokenizer) -> list[int]:
-    """Token counts of ``prompts`` as the trainer will feed them (chat template and generation prompt applied)."""
-    if prompts and not isinstance(prompts[0], str):
-        ids = tokenizer.apply_chat_template(prompts, add_generation_prompt=True, tokenize=True)
-        ids = ids["input_ids"] if hasattr(ids, "keys") else ids  # transformers 5 returns a BatchEncoding
-    else:
-        ids = tokenizer(prompts, add_special_tokens=False)["input_ids"]
-    return [len(x) for x in ids]
-
-
-def prompt_characters(prompt) -> int:
-    return len(prompt) if isinstance(prompt, str) else sum(len(str(turn.get("content") or "")) for turn in prompt)
-
-
-def refuse_longer_than(sizes: list[int], limit: int, longest_has) -> None:
-    """One line naming how many prompts have a size above ``limit``, and the longest; ``longest_has(size)`` says
-    what it has and why that does not fit."""
-    over = [i for i, n in enumerate(sizes) if n > limit]
-    if over:
-        longest = max(over, key=sizes.__getitem__)
-        raise InputError(
-            f"{len(over)} of {len(sizes)} prompts do not fit the model: the longest (row {longest}) has "
-            f"{longest_has(sizes[longest])}"
-        )
-
-
-def check_prompt_lengths(dataset, tokenizer, model_path: str, max_completion_length: int) -> None:
-    """Error when any prompt plus ``max_completion_length`` tokens exceeds the model's positions.
-
-    Such prompts make generation run past the model's context: garbage positions, and on a small model a run many
-    times slower, with only a tokenizer warning in the log. The message names how many prompts and the longest.
-
-    Prompts too long by their characters alone are refused first, without tokenizing: a fast tokenizer's time grows
-    faster than linearly with one long run of text (a 10 MB row took minutes after the conversion bar, with nothing
-    on screen). No token covers more characters than the vocabulary's longest, so more than ``budget`` times that
-    many characters cannot fit.
-    """
-    context = model_context(model_path)
-    if context is None:
-        return
-    prompts = list(dataset["prompt"])
-    budget = max(context - (max_completion_length or 0), 0)
-    widest = max((len(token) for token in tokenizer.get_vocab()), default=1)
-    refuse_longer_than(
-        [prompt_characters(p) for p in prompts], budget * widest,
-        lambda n: f"{n:,} characters, more than the {budget} tokens left of the model's {context} positions (with "
-        f"max_completion_length={max_completion_length}) can hold at {widest} characters per token at most. Drop or "
-        "shorten them.",
-    )  # fmt: skip
-    refuse_longer_than(
-        prompt_lengths(prompts, tokenizer), budget,
-        lambda n: f"{n} tokens, and with max_completion_length={max_completion_length} the limit is {budget} of the "
-        f"model's {context} positions. Drop or shorten them, or lower max_completion_length.",
-    )  # fmt: skip
