@@ -16,6 +16,7 @@ import json
 import shutil
 from pathlib import Path
 
+from gdpo_trl.eval.scoring import summarize
 from gdpo_trl.results.seed_study import read_logs, write_logs
 from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
 
@@ -59,9 +60,19 @@ def read_completions(evaluation: Path) -> list[dict]:
 
 
 def run_outcomes(evaluation: Path) -> dict:
-    """One evaluation's primary and secondary outcomes, with format among the completions not cut at the limit."""
-    metrics = json.loads((evaluation / "summary.json").read_text())["metrics"]
-    uncut = [r["rewards"][0]["format"] for r in read_completions(evaluation) if not r["truncated"][0]]
+    """One evaluation's primary and secondary outcomes, with format among the completions not cut at the limit.
+
+    Recomputed from its completions (every one with its rewards, length and whether it was cut), as gdpo eval
+    reduces them; a summary.json that says otherwise is refused, naming the metric: the figures rest on the rows."""
+    rows = read_completions(evaluation)
+    metrics = summarize(rows)
+    written = json.loads((evaluation / "summary.json").read_text())["metrics"]
+    differing = [key for key in {**OUTCOMES, **SECONDARY}.values() if written.get(key) != metrics[key]]
+    if differing:
+        key = differing[0]
+        raise SystemExit(f"{evaluation / 'summary.json'}: {key} is {written.get(key)!r} but its completions give "
+                         f"{metrics[key]!r}; re-run gdpo eval or restore the file")  # fmt: skip
+    uncut = [r["rewards"][0]["format"] for r in rows if not r["truncated"][0]]
     found = {name: metrics[key] for name, key in {**OUTCOMES, **SECONDARY}.items()}
     return found | {"format_uncut": sum(uncut) / len(uncut) if uncut else None}
 
@@ -196,6 +207,12 @@ def tables(result: dict) -> str:
     return "\n".join([*lines, "", f"![H8's training curves]({STUDY}.png)"]) + "\n"
 
 
+def json_text(result: dict) -> str:
+    """docs/results/smollm2_gdpo_grpo.json as :func:`write` writes it: what the tests compare the committed file with,
+    byte for byte."""
+    return json.dumps(result, indent=2) + "\n"
+
+
 def write(root: Path, docs: Path) -> None:
     """Write docs/results/smollm2_gdpo_grpo.json and .md, the RL runs' training logs (logs/smollm2_gdpo_grpo.json.gz),
     and under docs/results/smollm2_gdpo_grpo/ every evaluation's summary and completions and each control's build
@@ -212,7 +229,7 @@ def write(root: Path, docs: Path) -> None:
     for build in sorted(root.glob("sft-seed*/build.json")):  # the control logs no steps: its build record is its log
         (docs / STUDY / build.parent.name).mkdir(parents=True, exist_ok=True)
         shutil.copy(build, docs / STUDY / build.parent.name / "build.json")
-    (docs / f"{STUDY}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (docs / f"{STUDY}.json").write_text(json_text(result))
     (docs / f"{STUDY}.md").write_text(tables(result))
     plot_training(logs, result["seeds"], docs / f"{STUDY}.png")
     print(f"wrote {docs / STUDY}.json, .md, .png, logs/{STUDY}.json.gz and {docs / STUDY}/")

@@ -53,7 +53,9 @@ It refuses (exit 1, ``UNBACKED`` in the lock) any figure nothing backs. ``python
 every figure's last digit in turn and counts those these checks miss.
 
 Limits: the lock pins what a figure says, not that it is right: a measured figure is only as good as its marker,
-and an update run without review accepts any edit.
+and an update run without review accepts any edit. A source that reads committed JSON reads it as written: the JSON
+with raw rows beside it (study H8's analysis, cpu_path.json) is recomputed from them by
+tests/docs/test_recomputed_json.py.
 """
 
 from __future__ import annotations

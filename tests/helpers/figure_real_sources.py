@@ -74,8 +74,8 @@ def real_model_steps(tmp):
 
 def h8_study(tmp) -> str:
     """Study H8 (GDPO, GRPO and the SFT control on SmolLM2): its tables (docs/results/smollm2_gdpo_grpo.md) and every
-    number of its analysis (smollm2_gdpo_grpo.json), which tests/scripts/test_smollm2_study.py recomputes from the
-    committed evaluations and logs; nothing while the study runs (the docs then state no H8 outcome)."""
+    number of its analysis (smollm2_gdpo_grpo.json), which tests/docs/test_recomputed_json.py recomputes byte for byte
+    from every committed completion and the logs; nothing while the study runs (the docs then state no H8 outcome)."""
     analysis = ROOT / "docs" / "results" / "smollm2_gdpo_grpo.json"
     if not analysis.is_file():
         return ""

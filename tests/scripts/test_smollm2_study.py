@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gdpo_trl.eval.scoring import summarize
 from gdpo_trl.results import smollm2_study as h8
 from gdpo_trl.results.stats import holm_adjusted, welch_t_test
 
@@ -27,14 +28,14 @@ FORMAT = {"gdpo": [0.80, 0.82, 0.84], "grpo": [0.70, 0.71, 0.69], "sft": [0.50, 
 
 
 def evaluation(folder: Path, format_rate: float, seed: int) -> None:
-    """200 greedy completions: format 1 on the first format_rate x 200, which are the ones not cut at the limit."""
+    """200 greedy completions: format 1 on the first format_rate x 200, which are the ones not cut at the limit;
+    integer on the first 100 + 2 x seed, correctness on the first 2 x seed; summary.json as gdpo eval writes it."""
     folder.mkdir(parents=True)
     good = round(format_rate * 200)
-    rows = [{"completions": ["..."], "truncated": [i >= good],
-             "rewards": [{"format": float(i < good), "integer": 0.5, "correctness": 0.0}]} for i in range(200)]  # fmt: skip
-    metrics = {"format_rate": format_rate, "integer_rate": 0.5 + 0.01 * seed, "pass@1": 0.01 * seed,
-               "truncated_fraction": 1 - good / 200, "mean_completion_tokens": 150.0}  # fmt: skip
-    (folder / "summary.json").write_text(json.dumps({"metrics": metrics}))
+    rows = [{"completions": ["..."], "truncated": [i >= good], "num_tokens": [256 if i >= good else 100],
+             "rewards": [{"format": float(i < good), "correctness": float(i < 2 * seed),
+                          "integer": float(i < 100 + 2 * seed)}]} for i in range(200)]  # fmt: skip
+    (folder / "summary.json").write_text(json.dumps({"metrics": summarize(rows)}))
     (folder / "completions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
@@ -99,11 +100,22 @@ def test_fewer_than_two_complete_seeds_is_refused(study, tmp_path):
         h8.analysis(tmp_path)
 
 
+def test_a_summary_its_completions_contradict_is_refused(tmp_path):
+    """The outcomes are recomputed from the completions; a summary.json that says otherwise stops the analysis."""
+    evaluation(tmp_path / "eval-gdpo-seed0", 0.8, 0)
+    summary = tmp_path / "eval-gdpo-seed0" / "summary.json"
+    assert h8.run_outcomes(summary.parent)["integer"] == 0.5
+    summary.write_text(json.dumps({"metrics": json.loads(summary.read_text())["metrics"] | {"integer_rate": 0.51}}))
+    refused = r"eval-gdpo-seed0/summary.json: integer_rate is 0.51 but its completions give 0.5;"
+    with pytest.raises(SystemExit, match=refused):
+        h8.run_outcomes(summary.parent)
+
+
 def test_the_committed_study_recomputes(study):
     """H8's committed tables and analysis are what its committed evaluations (every completion) and logs give."""
     docs = SCRIPT.parents[1] / "docs" / "results"
-    result = json.loads(json.dumps(h8.analysis(docs / "smollm2_gdpo_grpo")))
-    assert result == json.loads((docs / "smollm2_gdpo_grpo.json").read_text())
+    result = h8.analysis(docs / "smollm2_gdpo_grpo")
+    assert h8.json_text(result) == (docs / "smollm2_gdpo_grpo.json").read_text()  # byte for byte: every digit
     assert h8.tables(result) == (docs / "smollm2_gdpo_grpo.md").read_text()
     assert result["seeds"] == [0, 1, 2, 3, 4]  # every seed of the design: the stopping rule left none out
     evaluations = sorted(path.name for path in (docs / "smollm2_gdpo_grpo").glob("eval-*"))
