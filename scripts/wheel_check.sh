@@ -68,7 +68,7 @@ state = json.load(open("my-run/trainer_state.json"))
 assert state["global_step"] == 1 and state["log_history"][0]["learning_rate"] == 1.0e-4, state["log_history"][0]
 PY
 
-python -c 'from gdpo_trl.cli.compare import DEFAULT_RECIPE as d, find_recipe as f; print("gdpo compare default:", f(d))'
+python -c 'from gdpo_trl.cli.compare_args import DEFAULT_RECIPE as d, find_recipe as f; print("gdpo compare default:", f(d))'
 
 step "BFCL: its isolated install, then gdpo eval --task bfcl"
 python -m pip install -q --no-deps --target "$(python -c 'import sys; print(sys.prefix)')/bfcl-eval" "bfcl-eval==2026.3.23"

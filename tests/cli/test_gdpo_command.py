@@ -201,7 +201,7 @@ def test_debug_shows_the_traceback_in_every_subcommand(tmp_path, capsys, monkeyp
 
 
 def test_old_spellings_still_work_with_one_warning_each(tmp_path, capsys):
-    from gdpo_trl.cli.compare import parse_args as compare_args
+    from gdpo_trl.cli.compare_args import parse_args as compare_args
 
     args = compare_args(
         ["--out-dir", str(tmp_path), "--learning-rate", "1e-3", "--prompts-per-step=2", "--threads", "1"]

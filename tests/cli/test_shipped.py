@@ -122,7 +122,7 @@ def test_mixed_precision_follows_the_recipe_unless_given():
 
 
 def test_compare_default_recipe_from_any_folder():
-    from gdpo_trl.cli import compare
+    from gdpo_trl.cli import compare_args
 
-    assert compare.parse_args([]).config == "cpu/gdpo"
-    assert Path(compare.find_recipe(compare.DEFAULT_RECIPE)).resolve() == ROOT / "recipes/cpu/gdpo/config.yaml"
+    assert compare_args.parse_args([]).config == "cpu/gdpo"
+    assert Path(compare_args.find_recipe(compare_args.DEFAULT_RECIPE)).resolve() == ROOT / "recipes/cpu/gdpo/config.yaml"

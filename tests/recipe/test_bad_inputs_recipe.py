@@ -128,7 +128,7 @@ def test_gdpo_plot_writes_the_file_it_names(tmp_path, capsys, given, written):
 
 def assert_compare_accepts(line: str) -> None:
     """Every flag ``line`` advises parses with gdpo compare's own parser (with the value the line gives it)."""
-    from gdpo_trl.cli.compare import build_parser
+    from gdpo_trl.cli.compare_args import build_parser
     from gdpo_trl.cli.compare_advice import FLAG
 
     parser = build_parser()
@@ -165,7 +165,7 @@ TRAIN_ADVICE = [
 
 @pytest.mark.parametrize("message", TRAIN_ADVICE, ids=["processes", "bf16", "steps"])
 def test_gdpo_train_advice_said_in_compare_terms(message):
-    from gdpo_trl.cli.compare import build_parser
+    from gdpo_trl.cli.compare_args import build_parser
     from gdpo_trl.cli.compare_advice import accepted_flags, in_compare_terms
 
     said = in_compare_terms(message, accepted_flags(build_parser()))

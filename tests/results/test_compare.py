@@ -140,10 +140,10 @@ def _recipe(name: str) -> str:
 
 
 def _shared(*flags, recipe="gdpo"):
-    from gdpo_trl.cli import compare
+    from gdpo_trl.cli import compare, compare_args
     from gdpo_trl.recipe.arguments import parse_args
 
-    args = compare.parse_args(["--config", _recipe(recipe), *flags])
+    args = compare_args.parse_args(["--config", _recipe(recipe), *flags])
     return args, compare.comparison_fields(args, parse_args(["--config", args.config]))
 
 
@@ -212,11 +212,11 @@ def test_a_weight_zero_reward_changes_no_advantage(gdpo):
 
 
 def test_unknown_recipe_fails_naming_it():
-    from gdpo_trl.cli import compare
+    from gdpo_trl.cli import compare_args
     from gdpo_trl.core.errors import InputError
 
     with pytest.raises(InputError, match="Recipe 'no/such.yaml' not found"):
-        compare.find_recipe("no/such.yaml")
+        compare_args.find_recipe("no/such.yaml")
 
 
 @pytest.mark.slow
