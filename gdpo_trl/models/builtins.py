@@ -4,7 +4,9 @@
 :data:`gdpo_trl.models.tiny.ARCHITECTURES`, or an SFT warm start (:mod:`gdpo_trl.tasks.warmstart`,
 :mod:`gdpo_trl.tasks.toolcall_task`) trained in a child process. Builds are keyed by what determines the weights,
 written next to their target and renamed into place, under a lock, so an interrupted or concurrent build never
-leaves a half-written model.
+leaves a half-written model. Each build records the SHA-256 of its config and weights (:data:`HASHES`), checked when
+a process first uses the folder: a damaged one (altered weights, a file cut short or missing) is rebuilt with one line
+saying so (before, 4,000 altered weights trained without a word, and a cut file gave a ``SafetensorError``).
 """
 
 from __future__ import annotations
@@ -13,13 +15,19 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from gdpo_trl.models.build_lock import build_lock as _build_lock  # waits, saying for what and how long
 from gdpo_trl.models.tiny import ARCHITECTURES, BUILD_VERSION, CHAT_TEMPLATE, SPECIAL_TOKENS, TAGS, save_tiny_model
-from gdpo_trl.storage.safe_write import os_error_in, write_error
+from gdpo_trl.storage.safe_write import os_error_in, write_error, write_text_whole
+from gdpo_trl.storage.weight_files import model_folder_problem
 
 CACHE_ENV = "GDPO_TRL_CACHE"
+# A built folder's record of its files' SHA-256 (config and weights: what decides the model).
+HASHES = "gdpo_hashes.json"
+# Folders checked against their record in this process (a run resolves its model several times).
+_checked: set[Path] = set()
 
 
 def cache_dir() -> Path:
@@ -35,14 +43,72 @@ def _build_id(*recipe) -> str:
     return hashlib.sha1(json.dumps([BUILD_VERSION, vocabulary, *recipe], default=str).encode()).hexdigest()[:10]
 
 
+def hashed_files(folder: Path) -> list[Path]:
+    """The files of a built folder that decide the model: its config and weights (not the tokenizer, not the records
+    written beside them after the build)."""
+    weights = (".safetensors", ".safetensors.index.json")
+    return sorted(p for p in folder.iterdir() if p.is_file() and (p.name == "config.json" or p.name.endswith(weights)))
+
+
+def stream_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes, read 8 MB at a time (a converted model is 538 MB)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(8 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record_hashes(folder: Path) -> None:
+    """Write :data:`HASHES` for ``folder``'s :func:`hashed_files`."""
+    record = {p.name: stream_sha256(p) for p in hashed_files(folder)}
+    write_text_whole(folder / HASHES, json.dumps(record, indent=2, sort_keys=True) + "\n", "model cache record")
+
+
+def cache_problem(target: Path) -> str | None:
+    """What is wrong with the built folder ``target`` (None: intact), checked once per process: every file of its
+    record present and hashing as recorded, no weights file beside them that the record does not know. A folder built
+    before records were kept is checked for readable config and weights, then recorded."""
+    if target in _checked:
+        return None
+    if not (target / "config.json").is_file():
+        return "no config.json"
+    record_path = target / HASHES
+    if not record_path.is_file():
+        if problem := model_folder_problem(target):
+            return problem
+        try:
+            record_hashes(target)  # built before records were kept: readable, so recorded from now on
+        except (OSError, ValueError):  # a read-only cache: checked again next time
+            return None
+        _checked.add(target)
+        return None
+    try:
+        recorded = json.loads(record_path.read_text(encoding="utf-8"))
+        recorded = {str(name): str(digest) for name, digest in recorded.items()}
+    except (OSError, ValueError, AttributeError):
+        return f"its {HASHES} does not parse"
+    found = {p.name: p for p in hashed_files(target)}
+    if missing := sorted(set(recorded) - set(found)):
+        return f"{', '.join(missing)} missing"
+    if extra := sorted(set(found) - set(recorded)):
+        return f"{', '.join(extra)} not in its {HASHES}"
+    for name, path in found.items():
+        if stream_sha256(path) != recorded[name]:
+            return f"{name} does not hash as recorded when it was built"
+    _checked.add(target)
+    return None
+
+
 def _cached_build(target: Path, build) -> Path:
-    """Return ``target``, first running ``build(tmp_path)`` and renaming the result into place if it is missing.
+    """Return ``target``, first running ``build(tmp_path)`` and renaming the result into place if it is missing or
+    damaged (:func:`cache_problem`).
 
     Building next to the target and renaming means an interrupted build never leaves a half-written model behind, and
     two processes building at once both end with a complete folder. Where ``fcntl`` exists, a lock file also makes a
     second process wait for the first build instead of repeating it (the warm start takes a minute to train).
     """
-    if (target / "config.json").exists():
+    if target.exists() and cache_problem(target) is None:
         return target
     try:
         return _build_once(target, build)
@@ -56,19 +122,26 @@ def _cached_build(target: Path, build) -> Path:
 def _build_once(target: Path, build) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with _build_lock(target.with_name(f"{target.name}.lock")):
-        if not (target / "config.json").exists():  # the process we waited for may have built it
-            tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
-            try:
-                build(tmp)
-                if not (tmp / "config.json").exists() or not any(tmp.glob("*.safetensors")):
-                    raise RuntimeError(f"Building {target.name} wrote no complete model to {tmp}.")
-            except BaseException:  # a failed or interrupted build leaves nothing behind
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
-            try:
-                tmp.rename(target)
-            except OSError:  # another process won the race (only possible without fcntl)
-                shutil.rmtree(tmp, ignore_errors=True)
+        if target.exists():  # damaged, or built by the process we waited for
+            problem = cache_problem(target)
+            if problem is None:
+                return target
+            print(f"The cached model {target} is damaged ({problem}): rebuilding it.", file=sys.stderr, flush=True)
+            shutil.rmtree(target)
+        tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+        try:
+            build(tmp)
+            if not (tmp / "config.json").exists() or not any(tmp.glob("*.safetensors")):
+                raise RuntimeError(f"Building {target.name} wrote no complete model to {tmp}.")
+            record_hashes(tmp)
+        except BaseException:  # a failed or interrupted build leaves nothing behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        try:
+            tmp.rename(target)
+        except OSError:  # another process won the race (only possible without fcntl)
+            shutil.rmtree(tmp, ignore_errors=True)
+        _checked.add(target)
     return target
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.models.builtins import _cached_build, build_here_or_apart, cache_dir
+from gdpo_trl.models.builtins import _cached_build, build_here_or_apart, cache_dir, cache_problem
 from gdpo_trl.storage.model_source import SOURCE_RECORD
 
 SUFFIX = ".gguf"
@@ -143,7 +143,7 @@ def converted_gguf(path: Path, name: str | None = None, expected_sha256: str | N
     # Once per file content: a folder converted from the same bytes under another name (the builtin's, or the
     # file's own stem when it was passed by path) is the same model.
     for done in sorted(cache_dir().glob(f"*-gguf-{key}")):
-        if (done / "config.json").exists():
+        if done.is_dir() and cache_problem(done) is None:  # a damaged one is rebuilt (models.builtins)
             return done
     target = cache_dir() / f"{name or path.stem}-gguf-{key}"
 

@@ -75,6 +75,11 @@ SHIPPED_FORMAT = Path(__file__).with_name("shipped") / "smollm2_gsm8k_format"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 
 
+ADAPTER_CONFIG = "adapter_config.json"
+BUILD_RECORD = "build.json"
+REINSTALL = "reinstall gdpo-trl (pip install --force-reinstall --no-deps gdpo-trl)"
+
+
 def adapter_sha256(folder: Path) -> str:
     """SHA-256 of an adapter's weights (names, dtypes, shapes, bytes; not the file's header)."""
     from gdpo_trl.models.shipped import tensors_sha256
@@ -82,16 +87,59 @@ def adapter_sha256(folder: Path) -> str:
     return tensors_sha256(Path(folder) / ADAPTER_WEIGHTS)
 
 
+def damaged(path: Path, why: str) -> InputError:
+    """The one line for a shipped file that is missing or altered: the file, what is wrong, the reinstall."""
+    return InputError(f"the shipped file {path} {why}: {REINSTALL}")
+
+
+def shipped_format_record(folder: Path | None = None) -> dict:
+    """The shipped adapter's build record (``build.json``: recipe, dtype, machine, SHA-256, starting rates); a
+    missing or unreadable one, or one without the adapter's hash, is :func:`damaged`."""
+    path = (folder or SHIPPED_FORMAT) / BUILD_RECORD
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise damaged(path, f"cannot be read ({type(error).__name__}: {str(error)[:80]})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("adapter_sha256"), str):
+        raise damaged(path, "has no adapter_sha256")
+    return record
+
+
 @functools.cache
 def _verified_hash(folder: Path) -> str:
-    """:func:`adapter_sha256` once per process and folder: a run resolves its model several times (early checks,
-    free space, the trainer), and the adapter does not change under it."""
-    return adapter_sha256(folder)
+    """:func:`check_shipped_adapter` once per process and folder: a run resolves its model several times (early
+    checks, free space, the trainer), and the shipped files do not change under it. Returns the adapter's hash."""
+    return check_shipped_adapter(folder)
 
 
-def shipped_format_record() -> dict:
-    """The shipped adapter's build record (``build.json``: recipe, dtype, machine, SHA-256, starting rates)."""
-    return json.loads((SHIPPED_FORMAT / "build.json").read_text())
+def check_shipped_adapter(folder: Path) -> str:
+    """Each shipped file of the format adapter against ``build.json``: the weights by their tensors' SHA-256, the
+    config by its bytes' (where the record has it) and as PEFT reads it. Each damage is one line naming the file and
+    the reinstall (before: a ``SafetensorError`` for a cut or empty weights file, a ``KeyError: 'peft_type'`` after
+    203 s for a bad config). Returns the adapter's hash."""
+    from gdpo_trl.models.shipped import file_sha256
+
+    record = shipped_format_record(folder)
+    config = folder / ADAPTER_CONFIG
+    try:
+        settings = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise damaged(config, f"cannot be read ({type(error).__name__})") from None
+    if not isinstance(settings, dict) or "peft_type" not in settings:
+        raise damaged(config, "is not a LoRA adapter's config (no peft_type)")
+    if "adapter_config_sha256" in record and file_sha256(config) != record["adapter_config_sha256"]:
+        raise damaged(config, f"does not hash as recorded in {BUILD_RECORD}")
+    weights = folder / ADAPTER_WEIGHTS
+    if not weights.is_file() or weights.stat().st_size == 0:
+        raise damaged(weights, "is missing or empty")
+    try:
+        found = adapter_sha256(folder)
+    except Exception as error:  # safetensors' SafetensorError (cut short, a bad header) derives from Exception only
+        raise damaged(weights, f"cannot be read ({type(error).__name__}: {str(error)[:80]})") from None
+    expected = record["adapter_sha256"]
+    if found != expected:
+        raise damaged(weights, f"does not hash as shipped ({found[:12]} != {expected[:12]})")
+    return found
 
 
 def merge_adapter(base: Path, adapter: Path, target: Path) -> None:
@@ -115,13 +163,7 @@ def build_builtin_smollm2_format(name: str, seed: int = 0) -> str:
 
     if seed:
         raise InputError(f"builtin:{name}@{seed}: the format start ships for seed 0 only; drop '@{seed}'")
-    expected = shipped_format_record()["adapter_sha256"]
-    found = _verified_hash(SHIPPED_FORMAT)
-    if found != expected:
-        raise InputError(
-            f"{SHIPPED_FORMAT / ADAPTER_WEIGHTS} does not hash as shipped ({found[:12]} != {expected[:12]}): "
-            "reinstall gdpo-trl"
-        )
+    expected = _verified_hash(SHIPPED_FORMAT)
     base = Path(build_builtin_smollm2(NAME))
     target = cache_dir() / f"{name}-{expected[:10]}"
 

@@ -141,7 +141,7 @@ def build(out: Path, data: Path, seed: int = 0, recipe: SmolSFTRecipe | None = N
 
     from gdpo_trl.core.cpu_speed import choose_cpu_dtype
     from gdpo_trl.core.plugins import resolve_model
-    from gdpo_trl.models.shipped import machine
+    from gdpo_trl.models.shipped import file_sha256, machine
     from gdpo_trl.models.smollm2 import adapter_sha256
     from gdpo_trl.tasks.warmstart import sft_config
 
@@ -184,6 +184,7 @@ def build(out: Path, data: Path, seed: int = 0, recipe: SmolSFTRecipe | None = N
         "built_on": machine(),
         "build_seconds": round(time.perf_counter() - start, 1),
         "adapter_sha256": adapter_sha256(out),
+        "adapter_config_sha256": file_sha256(config_path),
     }
     (out / "build.json").write_text(json.dumps(record, indent=2) + "\n")
     return out

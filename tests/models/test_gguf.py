@@ -6,6 +6,8 @@ model, an architecture transformers cannot read from GGUF, and the missing extra
 import sys
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.plugins import resolve_model
@@ -147,6 +149,7 @@ def test_a_gguf_is_converted_once_per_content_whatever_its_name(tmp_path, monkey
     done = cache / f"smollm2-135m-instruct-gguf-{gguf_source._key(path)}"
     done.mkdir(parents=True)
     (done / "config.json").write_text("{}")
+    save_file({"w": torch.zeros(2)}, str(done / "model.safetensors"))  # a readable folder (a damaged one is rebuilt)
     monkeypatch.setenv("GDPO_TRL_CACHE", str(cache))
     monkeypatch.setattr(gguf_source, "convert_gguf", lambda *args: pytest.fail("converted a second time"))
     assert gguf_source.converted_gguf(path) == done
