@@ -23,7 +23,7 @@ from gdpo_trl.core.errors import InputError
 if TYPE_CHECKING:
     import datasets
 
-BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 # The limits on what is read whole, in MB (10^6 bytes), and the variables that raise them.
 MAX_FILE_ENV = "GDPO_TRL_MAX_DATA_MB"
 MAX_LINE_ENV = "GDPO_TRL_MAX_LINE_MB"

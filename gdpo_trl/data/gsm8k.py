@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.data.files import BUILDERS, load_local_file, load_local_folder
+from gdpo_trl.data.formats import read_raw
 from gdpo_trl.rewards.gsm8k import _parse_number
 
 if TYPE_CHECKING:
@@ -21,12 +21,6 @@ SYSTEM_PROMPT = (
 SAMPLE_PATH = Path(__file__).parent / "gsm8k_sample.jsonl"
 
 REQUIRED_COLUMNS = ("question", "answer")
-
-# File suffix -> `datasets` builder that reads it.
-
-# Suffixes that mark `source` as a local data file even when it does not exist, so a typo in a path gives
-# FileNotFoundError rather than a confusing Hub lookup. Hub ids never end in these.
-_FILE_LIKE_SUFFIXES = {*BUILDERS, ".csv", ".tsv", ".txt", ".arrow", ".gz", ".zip"}
 
 
 def make_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict]:
@@ -93,24 +87,6 @@ def to_gdpo_example(row: dict, index: int) -> dict:
     return {"prompt": make_prompt(row["question"]), "answer": parse_gold_answer(row["answer"], index)}
 
 
-def _looks_local(source: str) -> bool:
-    path = Path(source).expanduser()
-    return path.exists() or path.suffix.lower() in _FILE_LIKE_SUFFIXES or source.startswith((".", "/", "~"))
-
-
-def _load_raw(source: str, split: str, config: str) -> datasets.Dataset:
-    import datasets
-
-    if source == "sample":
-        source = str(SAMPLE_PATH)
-    if Path(source).expanduser().is_dir():  # a folder of data files, a save_to_disk folder or a Hub clone
-        return load_local_folder(Path(source).expanduser(), split, config, "GSM8K data")
-    if not _looks_local(source):
-        return datasets.load_dataset(source, config, split=split)  # a Hub id
-
-    return load_local_file(Path(source).expanduser(), "GSM8K data")
-
-
 def load_gsm8k(
     source: str = "openai/gsm8k",
     split: str = "train",
@@ -134,8 +110,13 @@ def load_gsm8k(
     """
     if limit is not None and limit < 0:
         raise InputError(f"limit must be >= 0 or None, got {limit}")
-    raw = _load_raw(source, split, config)
+    raw = read_raw(str(SAMPLE_PATH) if source == "sample" else source, split, config, "GSM8K data")
+    return gsm8k_rows(raw, source, limit)
 
+
+def gsm8k_rows(raw: datasets.Dataset, source: str, limit: int | None = None) -> datasets.Dataset:
+    """``raw`` GSM8K-shaped rows (``question``, ``answer``) as ``prompt``/``answer`` rows (see :func:`load_gsm8k`);
+    every other column is dropped."""
     missing = [col for col in REQUIRED_COLUMNS if col not in raw.column_names]
     if missing:
         raise InputError(

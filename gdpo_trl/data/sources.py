@@ -6,24 +6,28 @@ A source is a name; everything else is a parameter::
     load_source("sample")                                    # the GSM8K-style sample shipped with the package
     load_source("synthetic", size=200, seed=3)               # generated word problems (gdpo_trl.tasks.synthetic)
     load_source("warmstart", size=64, split="test")          # problems of the kind builtin:warmstart was trained on
-    load_source("data/train.jsonl")                          # a local .json/.jsonl/.parquet file or dataset folder
+    load_source("data/train.jsonl")                          # a local .json/.jsonl/.parquet/.csv file or folder
     load_source("my-org/my-gsm8k", split="train")            # any other name: a Hub dataset id
+    load_source("data/prompts.jsonl", dataset_format="prompt")  # rows with their own prompt, every column kept
     load_source("sample", system_prompt="Think, then answer.")  # GSM8K-style rows with another system message
     load_source("toolcall", size=200, seed=3)                # generated tool-calling requests (gdpo_trl.models)
     load_source("toolrl_sample")                             # the ToolRL-format sample shipped with the package
     load_source("toolrl", path="data/rlla_4k/train.parquet") # ToolRL-format rows: a local file, folder or Hub id
 
-Every source gives a ``datasets.Dataset`` with a conversational ``prompt`` and a gold ``answer`` column. The
+A file, folder or Hub id holds one of two kinds of rows (:mod:`gdpo_trl.data.formats`): its own ``prompt`` (text or
+chat messages), used as it is with every other column kept for the rewards, as TRL's ``trl grpo`` does; or GSM8K's
+``question`` and ``answer``, made into the rows below. Its columns decide, or ``dataset_format``.
+
+Every named source gives a ``datasets.Dataset`` with a conversational ``prompt`` and a gold ``answer`` column. The
 generated sources (``synthetic``, ``warmstart``, ``toolcall``) draw their problems from ``seed``; when it is not
 given, the training split uses seed 0 and every other split :data:`EVAL_SEED`, so an evaluation does not see the exact
 problems of a training run with default settings. ``warmstart`` and ``toolcall`` problems are always ones their warm
 start's SFT never saw.
 
-Two kinds of rows: GSM8K-style (a question and an integer answer; every source that is not a tool source), whose
-system message ``system_prompt`` replaces, and tool-calling rows (:func:`is_tool_source`), whose system message lists
-the tools a request may use and so is never replaced. A ToolRL file is named explicitly (``toolrl`` with ``path``),
-never told apart from a GSM8K file by sniffing its columns: a file in the wrong shape then fails naming the column it
-lacks.
+The named sources give two kinds of rows: GSM8K-style (a question and an integer answer; every source that is not a
+tool source), whose system message ``system_prompt`` replaces, and tool-calling rows (:func:`is_tool_source`), whose
+system message lists the tools a request may use and so is never replaced. A file in ToolRL's own format is named
+explicitly (``toolrl`` with ``path``), never guessed from its columns.
 
 The demo's generated sources are plugins (entry points, see :mod:`gdpo_trl.core.plugins`): nothing here imports
 :mod:`gdpo_trl.models`.
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.plugins import SOURCES, load_plugin, registered
 
 if TYPE_CHECKING:
@@ -164,7 +169,12 @@ def check_split(name: str, source: Source | None, split: str, path: str | None) 
         )
 
 
-def load_source(
+def load_source(name: str, **options) -> datasets.Dataset:
+    """Load data source ``name``: :func:`load_source_described`'s rows (the options are its)."""
+    return load_source_described(name, **options)[0]
+
+
+def load_source_described(
     name: str,
     *,
     split: str = "train",
@@ -173,8 +183,11 @@ def load_source(
     config: str = "main",
     path: str | None = None,
     system_prompt: str | None = None,
-) -> datasets.Dataset:
-    """Load data source ``name`` (a key of :data:`SOURCES`, a local path or a Hub id) as ``prompt``/``answer`` rows.
+    dataset_format: str = "auto",
+) -> tuple[datasets.Dataset, str | None]:
+    """Load data source ``name`` (a key of :data:`SOURCES`, a local path or a Hub id); returns the rows and, for a
+    path or Hub id, the line that says which kind of rows they are and what reaches the rewards (``gdpo train``
+    prints it first; a named source's rows are always of its one kind: None).
 
     Args:
         split: the split to read (Hub datasets and folders; a single local file is read whole). For generated
@@ -188,6 +201,8 @@ def load_source(
         system_prompt: replaces the system message of GSM8K-style rows
             (:func:`gdpo_trl.data.gsm8k.with_system_prompt`); ``None`` keeps the loader's. An error for
             :data:`TOOL_SOURCES`, whose system message lists the tools.
+        dataset_format: for a file, folder or Hub id: ``auto`` (its columns decide), ``prompt`` (rows with their
+            own prompt, every column kept) or ``gsm8k`` (``question``/``answer``); named sources have their own.
     """
     if size is not None and size < 1:
         raise ValueError(f"size must be >= 1 or None, got {size}")
@@ -211,15 +226,36 @@ def load_source(
             f"system_prompt does not apply to the tool-calling source {name!r}: its system message lists the tools "
             "a request may use; leave system_prompt unset"
         )
+    if dataset_format != "auto" and source is not None:
+        raise InputError(
+            f"dataset_format {dataset_format!r} applies to a data file, folder or Hub id; {name!r} is a named source "
+            "with rows of its own kind: leave dataset_format at auto."
+        )
     check_split(name, source, split, path)
-    if source is not None:
-        rows = source.load(split, size, seed, config, path)
-    else:
-        from gdpo_trl.data.gsm8k import load_gsm8k
-
-        rows = load_gsm8k(name, split, config=config, limit=size)
+    if source is None:
+        return load_rows(name, split, size, config, system_prompt, dataset_format)
+    rows = source.load(split, size, seed, config, path)
     if system_prompt is None:
-        return rows
+        return rows, None
     from gdpo_trl.data.gsm8k import with_system_prompt
 
-    return with_system_prompt(rows, system_prompt)
+    return with_system_prompt(rows, system_prompt), None
+
+
+def load_rows(
+    name: str, split: str, size: int | None, config: str, system_prompt: str | None, dataset_format: str
+) -> tuple[datasets.Dataset, str]:
+    """A file, folder or Hub id's rows, of the kind its columns (or ``dataset_format``) say, with their line."""
+    from gdpo_trl.data.formats import choose_format, format_line, read_raw
+
+    raw = read_raw(name, split, config)
+    kind = choose_format(raw.column_names, dataset_format, name)
+    if kind == "prompt":
+        from gdpo_trl.data.prompt_rows import prompt_rows
+
+        rows = prompt_rows(raw, name, size, system_prompt)
+    else:
+        from gdpo_trl.data.gsm8k import gsm8k_rows, with_system_prompt
+
+        rows = with_system_prompt(gsm8k_rows(raw, name, size), system_prompt)
+    return rows, format_line(name, kind, raw.column_names, rows, system_prompt is not None)

@@ -49,8 +49,10 @@ class GDPOScriptArguments(ScriptArguments):
             "help": "Training data, a source of gdpo_trl.data.sources: 'gsm8k', 'sample' (the small GSM8K-style "
             "sample shipped with gdpo-trl), 'synthetic' (generated offline, see `synthetic_size`), 'warmstart' "
             "(generated problems of the kind builtin:warmstart was trained on, none of them seen in its SFT), a local "
-            ".json/.jsonl/.parquet file or dataset folder with `question` and `answer` columns, or a Hub dataset id "
-            "(with `dataset_config` and `dataset_train_split`). Tool calling: 'toolcall' (generated requests for "
+            ".json/.jsonl/.parquet/.csv file or dataset folder, or a Hub dataset id (with `dataset_config` and "
+            "`dataset_train_split`), whose rows have a `prompt` (text or chat messages: used as it is, every other "
+            "column passed to the rewards by name) or GSM8K's `question` and `answer` (see `dataset_format`). Tool "
+            "calling: 'toolcall' (generated requests for "
             "builtin:toolcall_warmstart), 'toolrl_sample' (the ToolRL-format sample shipped with gdpo-trl) or "
             "'toolrl' (ToolRL-format rows read from `dataset_path`)."
         },
@@ -62,12 +64,24 @@ class GDPOScriptArguments(ScriptArguments):
             "rlla_4k/train.parquet, for one), a dataset folder or a Hub id. Only that source takes a path."
         },
     )
+    dataset_format: str = field(
+        default="auto",
+        metadata={
+            "help": "How a file, folder or Hub id in `dataset_name` is read: 'auto' (its columns decide: a `prompt` "
+            "column, else `question` and `answer`), 'prompt' (rows with their own prompt, every column kept for the "
+            "rewards) or 'gsm8k' (`question` and a solution ending '#### N' in `answer`: a chat prompt with "
+            "`system_prompt`, the gold number in `answer`, other columns dropped).",
+            "choices": ["auto", "prompt", "gsm8k"],
+        },
+    )
     system_prompt: str | None = field(
         default=None,
         metadata={
             "help": "System message for every training prompt of a GSM8K-style source, replacing the loader's "
             "(gdpo_trl.data.gsm8k.SYSTEM_PROMPT, written for the tiny CPU model). Pass the same text to gdpo eval "
-            "--system_prompt. Refused for the tool-calling sources, whose system message lists the tools."
+            "--system_prompt. On rows with their own `prompt`: chat prompts get it as their system message, text "
+            "prompts become a chat of it and the text. Refused for the tool-calling sources, whose system message "
+            "lists the tools."
         },
     )
     dataset_config: str | None = field(

@@ -2,8 +2,10 @@
 
 Each answers in one line, with the message the full parser's dataclasses give for the same mistake where they give
 one: field ranges (:mod:`gdpo_trl.core.config_checks`), reward names (with the closest registry names), one weight
-per reward, a split a generated source cannot have, the generation batch over all the processes a launch starts, and
-a ``bf16`` recipe on a machine without a GPU. They read :class:`~gdpo_trl.recipe.early_parse.EarlyArgs`' values; the
+per reward, a split a generated source cannot have, the generation batch over all the processes a launch starts, a
+``bf16`` recipe on a machine without a GPU, a local dataset that is missing or has neither a ``prompt`` column nor
+GSM8K's ``question``/``answer`` (read from the file, :mod:`gdpo_trl.data.formats`), and a local model path that is
+not a folder or a model folder without tokenizer files. They read :class:`~gdpo_trl.recipe.early_parse.EarlyArgs`' values; the
 dataclasses check the same values again once built.
 """
 
@@ -84,12 +86,54 @@ def check_generated_split(dataset_name: str, split: str) -> None:
 
 
 def check_reward_names(names: list) -> None:
-    """Registry names that are not registered, with the closest ones (dotted paths are imported later)."""
-    from gdpo_trl.rewards import get_reward_func
+    """Registry names that are not registered, modules and files that are not there, functions they do not define,
+    each with the closest names (:func:`gdpo_trl.rewards.check_reward_spec`: the files are read, not run)."""
+    from gdpo_trl.rewards import check_reward_spec
 
     for name in names or []:
-        if isinstance(name, str) and "." not in name:
-            get_reward_func(name)
+        if isinstance(name, str):
+            check_reward_spec(name)
+
+
+# Files that make a folder's tokenizer (a fast tokenizer's JSON, its config, a sentencepiece or BPE vocabulary).
+TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model",
+    "sentencepiece.bpe.model",
+)  # fmt: skip
+
+
+def check_local_dataset_early(values: dict) -> None:
+    """A dataset file or folder that is not there, or whose columns fit neither a `prompt` dataset nor GSM8K's:
+    read from the file itself (a line of JSON, a CSV header, a Parquet schema), not by loading it."""
+    from gdpo_trl.data.formats import check_local_dataset
+    from gdpo_trl.data.sources import find_source
+
+    name, requested = values.get("dataset_name"), values.get("dataset_format") or "auto"
+    if isinstance(name, str) and find_source(name) is None:
+        check_local_dataset(name, requested)
+
+
+def check_model_folder_early(values: dict) -> None:
+    """A local model path that is not a folder (named with the nearest one), or a model folder without tokenizer
+    files (transformers then fails loading the tokenizer, after the data, or a chat-template check misnames it)."""
+    from pathlib import Path
+
+    from gdpo_trl.storage.local_paths import missing_folder_line
+
+    name = values.get("model_name_or_path")
+    if not isinstance(name, str) or not name or name.startswith("builtin:") or name.lower().endswith(".gguf"):
+        return
+    if line := missing_folder_line(name):
+        raise InputError(line)
+    folder = Path(name).expanduser()
+    if not (folder / "config.json").is_file() or (folder / "adapter_config.json").is_file():
+        return  # not a full model folder here: an adapter's tokenizer may come from its base; the loader judges
+    if not any((folder / file).is_file() for file in TOKENIZER_FILES):
+        raise InputError(
+            f"no tokenizer files in {name} (none of tokenizer.json, tokenizer_config.json, tokenizer.model, "
+            "vocab.json): save the tokenizer beside the model (tokenizer.save_pretrained(folder)), or give the "
+            "folder of a run, which saves both."
+        )
 
 
 def config_view(rows: list[dict], values: dict):
@@ -118,3 +162,5 @@ def check_early(rows: list[dict], values: dict, num_processes: int | None) -> No
     if isinstance(values.get("dataset_name"), str) and isinstance(split, str) and split != "train":
         check_generated_split(values["dataset_name"], values["dataset_train_split"])
     check_precision(values)
+    check_local_dataset_early(values)
+    check_model_folder_early(values)

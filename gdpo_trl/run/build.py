@@ -21,7 +21,7 @@ from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
 from gdpo_trl.core.errors import InputError, input_stage
 from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data.prompt_fit import check_prompt_lengths
-from gdpo_trl.data.sources import environment_factory, is_generated, load_source
+from gdpo_trl.data.sources import environment_factory, is_generated, load_source_described
 from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
 from gdpo_trl.run.agent_checks import check_agent_recipe, check_environments
 from gdpo_trl.run.checkpoints import prepare_run
@@ -81,7 +81,9 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     ):
         model_path = resolve_model(model_args.model_name_or_path or "")
         check_model_available_offline(model_path)
-        train_dataset = load_source(script_args.dataset_name, **source_options(script_args))
+        train_dataset, data_line = load_source_described(script_args.dataset_name, **source_options(script_args))
+    if data_line and training_args.process_index == 0:  # which kind of rows, and what reaches the rewards
+        print(data_line, flush=True)
     check_free_space(training_args.output_dir, model_path)  # again, with the resolved model's real size
     tokenizer = AutoTokenizer.from_pretrained(
         model_path, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
@@ -157,6 +159,8 @@ def source_options(script_args: GDPOScriptArguments) -> dict:
     ``system_prompt`` and ``dataset_path`` go through as given (``load_source`` refuses them where they do not apply)."""
     limit = script_args.max_train_samples
     common = {"system_prompt": script_args.system_prompt, "path": script_args.dataset_path}
+    if script_args.dataset_format != "auto":  # named sources refuse it (load_source)
+        common["dataset_format"] = script_args.dataset_format
     if is_generated(script_args.dataset_name):
         if script_args.dataset_train_split != "train":  # it would be ignored: the problems come from synthetic_seed
             raise InputError(

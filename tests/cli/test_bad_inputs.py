@@ -83,7 +83,7 @@ TRAIN_ROWS = [
     ("data_file_missing", {"dataset_name": "{tmp}/missing.jsonl"}, [], None, ["missing.jsonl", "not found"]),
     ("data_empty_jsonl", {}, [], "data:empty", ["empty.jsonl", "empty"]),
     ("data_malformed_line", {}, [], "data:malformed", ["bad.jsonl:2", "not valid JSON"]),
-    ("data_unsupported_type", {}, [], "data:csv", ["'.csv'"]),
+    ("data_unsupported_type", {}, [], "data:tsv", ["'.tsv'"]),
     ("data_no_answer_column", {}, [], "data:no_answer", ["'answer'"]),
     ("answer_null", {}, [], "data:null", ["row 1", "None"]),
     ("answer_number", {}, [], "data:number", ["row 1", "72", "int"]),

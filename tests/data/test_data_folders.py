@@ -70,7 +70,7 @@ def test_a_folder_mixing_formats_is_one_line_naming_them(tmp_path, config):
     with pytest.raises(InputError) as caught:
         load_source(str(tmp_path / "data"), split="train", config=config or "main")
     assert str(caught.value) == (
-        f"GSM8K data folder {tmp_path / 'data'} mixes formats: 1 json file (part1.jsonl), 1 parquet file (part2.parquet); "
+        f"data folder {tmp_path / 'data'} mixes formats: 1 json file (part1.jsonl), 1 parquet file (part2.parquet); "
         "datasets would read one format and drop the rest. Keep one format per folder (convert the others, or move "
         "them out)."
     )

@@ -16,7 +16,7 @@ from gdpo_trl.data.toolrl import SAMPLE_PATH as TOOLRL_SAMPLE_PATH
 from gdpo_trl.data.toolrl import load_toolrl
 from gdpo_trl.tasks.synthetic import load_synthetic
 from gdpo_trl.tasks.toolcall_task import load_toolcall_task
-from gdpo_trl.tasks.warmstart import load_warmstart_dataset
+from gdpo_trl.tasks.warmstart_data import load_warmstart_dataset
 
 
 def test_names():
@@ -54,9 +54,11 @@ def test_toolrl_sources_are_named_explicitly():
     sample = load_source("toolrl_sample", size=7)
     assert sample.to_list() == load_toolrl("sample", limit=7).to_list()
     assert load_source("toolrl", path=str(TOOLRL_SAMPLE_PATH), size=7).to_list() == sample.to_list()
-    # A ToolRL file named as a GSM8K-style source is not guessed at: it fails on the column it lacks.
-    with pytest.raises(ValueError, match="question"):
-        load_source(str(TOOLRL_SAMPLE_PATH))
+    # Named as a file, its rows (a prompt and an answer) are a prompt dataset, used as they are (issue 47); read as
+    # GSM8K-style rows it fails on the column it lacks.
+    assert load_source(str(TOOLRL_SAMPLE_PATH), size=7).to_list() == sample.to_list()
+    with pytest.raises(ValueError, match="missing required column.*'question'"):
+        load_source(str(TOOLRL_SAMPLE_PATH), dataset_format="gsm8k")
 
 
 def test_system_prompt_replaces_gsm8k_style_system_messages_only():
