@@ -10,6 +10,8 @@ the model load with 37-55 lines of traceback; an agent reward on a source with n
 ``reward_conditions: {}``, trained on silently with rewards of 0. Here they fail in seconds:
 
 - :func:`check_agent_recipe` (before the data): agent rewards without an environment, empty ``reward_conditions``;
+  and a warning for text rewards on an agent source (format, correctness: they read a completion's text, so an
+  episode of messages scored 0.0 everywhere, without a word, issue 48);
 - :func:`check_environments` (with the data and tokenizer, before the model): factories, a first ``reset`` per
   environment on its first row, and the chat template.
 """
@@ -17,9 +19,13 @@ the model load with 37-55 lines of traceback; an agent reward on a source with n
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Callable, Mapping
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.run.data_checks import GSM8K_REWARDS, TOOL_REWARDS
+
+logger = logging.getLogger("gdpo_trl.run.agent_checks")
 
 # Rewards that score multi-turn tool episodes (gdpo_trl.rewards.agent): without an environment every one is 0.
 AGENT_REWARDS = ("agent_success", "agent_format", "agent_cost")
@@ -41,6 +47,14 @@ def check_agent_recipe(script_args, training_args, environments) -> None:
             "brings no environment, so there are no episodes and every such reward would be 0: use an agent source "
             "(dataset_name: agent, or agent_mix), or rewards for this data."
         )
+    text = [name for name in script_args.reward_funcs or [] if str(name) in GSM8K_REWARDS + TOOL_REWARDS]
+    if text and environments is not None:  # a warning: a mixed source may mean them for its rows of plain text
+        logger.warning(
+            "reward_funcs %s score a completion's text, but dataset_name %r makes each completion a multi-turn "
+            "episode (messages with tool calls), which they score 0.0 throughout: use rewards that read the episode "
+            "(%s) or your own.",
+            text, script_args.dataset_name, ", ".join(AGENT_REWARDS),
+        )  # fmt: skip
 
 
 def factories(environments) -> dict:

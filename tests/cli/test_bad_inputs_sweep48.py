@@ -72,3 +72,30 @@ def test_gdpo_eval_refuses_the_data_in_one_line(tmp_path, capsys, make, words):
     assert not out.exists()
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert make is not sparse_5gb or grown < 1_000_000
+
+
+# (id, reward_funcs, dataset_name, whether one warning line names them)
+AGENT_ROWS = [
+    ("text_rewards_on_agent", ["format", "correctness"], "agent", True),  # before: 0.0 everywhere, nothing said
+    ("tool_reward_beside_agent_ones", ["agent_success", "tool_format"], "agent", True),
+    ("agent_rewards", ["agent_success", "agent_format", "agent_cost"], "agent", False),
+    ("text_rewards_on_text", ["format", "correctness"], "sample", False),
+]
+
+
+@pytest.mark.parametrize(("funcs", "dataset", "warned"), [r[1:] for r in AGENT_ROWS], ids=[r[0] for r in AGENT_ROWS])
+def test_text_rewards_on_an_agent_source_are_warned_about_in_one_line(caplog, funcs, dataset, warned):
+    from types import SimpleNamespace
+
+    from gdpo_trl.data.sources import environment_factory
+    from gdpo_trl.run.agent_checks import check_agent_recipe
+
+    script_args = SimpleNamespace(reward_funcs=funcs, dataset_name=dataset)
+    with caplog.at_level("WARNING", logger="gdpo_trl"):
+        check_agent_recipe(script_args, SimpleNamespace(reward_conditions=None), environment_factory(dataset))
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == warned and all("\n" not in line for line in lines)
+    if warned:
+        text = [name for name in funcs if not name.startswith("agent_")]
+        assert lines[0].startswith(f"reward_funcs {text} score a completion's text, but dataset_name 'agent' makes")
+        assert "0.0 throughout" in lines[0] and "agent_success, agent_format, agent_cost" in lines[0]
