@@ -1,4 +1,4 @@
-"""Registry of reward functions, looked up by short name or by dotted import path.
+"""Registry of reward functions, looked up by short name, by import path or by file (``path/to/rewards.py:fn``).
 
 Built-in names: ``"format"``, ``"correctness"`` and ``"integer"`` (see :mod:`gdpo_trl.rewards.gsm8k`) and ``"length"``
 (see :mod:`gdpo_trl.rewards.length`), ``"tool_format"`` and ``"tool_correctness"`` (see
@@ -19,10 +19,12 @@ from collections.abc import Callable
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.rewards.gsm8k import correctness_reward, extract_answer, format_reward, integer_reward
 from gdpo_trl.rewards.length import length_reward
+from gdpo_trl.rewards.locate import check_path_spec, import_reward
 from gdpo_trl.rewards.toolcall import tool_correctness, tool_format
 
 __all__ = [
     "REWARD_FUNCS",
+    "check_reward_spec",
     "correctness_reward",
     "extract_answer",
     "format_reward",
@@ -68,47 +70,42 @@ for _name in ("agent_success", "agent_format", "agent_cost", "arith_format", "ar
     register_reward(_name, getattr(_agent, _name))
 
 
-def _import_path(path: str) -> Callable:
-    module_name, _, attr = path.rpartition(".")
-    # Empty segments (".fn", "pkg..fn", "pkg.") would reach importlib as relative or malformed names.
-    if not all(path.split(".")):
-        raise InputError(f"reward path {path!r} is not a valid dotted path like 'my_pkg.rewards.my_fn'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise InputError(f"reward path {path!r}: cannot import module {module_name!r} ({exc})") from exc
-    try:
-        obj = getattr(module, attr)
-    except AttributeError as exc:
-        raise InputError(f"reward path {path!r}: module {module_name!r} has no attribute {attr!r}") from exc
-    if not callable(obj):
-        # ValueError, not TypeError: callers handle every bad reward name or path through one exception type.
-        raise InputError(f"reward path {path!r}: {attr!r} is a {type(obj).__name__}, which is not callable")
-    return obj
+def unknown_reward(name: str) -> InputError:
+    known = ", ".join(sorted(REWARD_FUNCS))
+    close = difflib.get_close_matches(name, list(REWARD_FUNCS), n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return InputError(
+        f"unknown reward {name!r}{hint}; known rewards: {known}. Custom reward functions can be given as a dotted "
+        "import path, e.g. 'my_pkg.rewards.my_fn', or a file: 'path/to/rewards.py:my_fn'."
+    )
 
 
 def get_reward_func(name: str) -> Callable:
-    """Return the reward function for a registry ``name`` or a dotted import path such as ``my_pkg.rewards.my_fn``.
-
-    A name containing a dot is always treated as a path: the part before the last dot is imported as a module and
-    the last part is read from it.
+    """Return the reward function ``name`` names: a registry name (``"format"``), an import path
+    (``my_pkg.rewards.my_fn`` or ``my_pkg.rewards:my_fn``; a module in the current folder needs no ``PYTHONPATH``)
+    or a file and a function (``path/to/rewards.py:my_fn``); see :mod:`gdpo_trl.rewards.locate`.
 
     Raises:
-        ValueError: for an unknown registry name, or a path whose module cannot be imported or whose attribute is
-            missing or not callable.
+        InputError (a ``ValueError``): in one line, for an unknown registry name (with the closest names), a module
+            or file that is not there or fails to import, a missing attribute (with the nearest names) or one that is
+            not callable.
     """
-    if "." in name:
-        return _import_path(name)
+    if "." in name or ":" in name:
+        return import_reward(name)
     try:
         return REWARD_FUNCS[name]
     except KeyError:
-        known = ", ".join(sorted(REWARD_FUNCS))
-        close = difflib.get_close_matches(name, list(REWARD_FUNCS), n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise InputError(
-            f"unknown reward {name!r}{hint}; known rewards: {known}. "
-            "Custom reward functions can be given as a dotted import path, e.g. 'my_pkg.rewards.my_fn'."
-        ) from None
+        raise unknown_reward(name) from None
+
+
+def check_reward_spec(name: str) -> None:
+    """What :func:`get_reward_func` would refuse in ``name`` and the files alone can tell, running no reward module:
+    an unknown registry name, a missing module or file, a function its source does not define (each with the nearest
+    names). For ``gdpo train``'s checks before torch is imported."""
+    if "." in name or ":" in name:
+        check_path_spec(name)
+    elif name not in REWARD_FUNCS:
+        raise unknown_reward(name)
 
 
 def unwrap_partial(func: Callable) -> Callable:
