@@ -16,6 +16,7 @@ from gdpo_trl.storage.weight_files import model_folder_problem, nonfinite_weight
 
 logger = logging.getLogger("gdpo_trl.run.checks")
 
+
 def fit_to_machine(training_args, model_args) -> None:
     """Adapt what a GPU recipe asks for and this machine cannot give, saying so in a warning line each.
 
@@ -127,14 +128,14 @@ def check_chat_template(dataset, tokenizer, model_path: str) -> None:
 
 
 def check_rewards(reward_funcs: list, training_args) -> None:
-    """Apply ``reward_conditions`` to the built reward functions once, as the trainer will, so an unknown name fails
-    before the model is loaded (wrapping is pure: nothing is called)."""
-    from gdpo_trl.rewards.conditioned import apply_reward_conditions
-    from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
+    """Prepare the built reward functions as the trainer will, with the same function
+    (:func:`gdpo_trl.trainer.reward_pipeline.prepare_rewards`: conditions, process rewards and the settings they
+    need, the checked wrappers), so that a mistake fails before the model is loaded (preparing calls no reward)."""
+    from gdpo_trl.trainer.reward_pipeline import prepare_rewards
 
-    apply_reward_conditions(list(reward_funcs), getattr(training_args, "reward_conditions", None))
-    funcs, slots = attach_process_rewards(list(reward_funcs), None)
-    try:  # the trainer's own check of process rewards' settings (GD2PO, GSPO, ...), before the model loads
-        check_process_settings(training_args, funcs, slots)
-    except ValueError as error:
+    try:
+        prepare_rewards(list(reward_funcs), training_args)
+    except InputError:
+        raise
+    except ValueError as error:  # process rewards' settings (GD2PO, GSPO, ...), a ValueError from the trainer
         raise InputError(str(error)) from None

@@ -2,7 +2,7 @@
 
 ``sys.exit()`` raises ``SystemExit``, which a wrapper can catch; ``os._exit()`` ends the process at once, skipping
 every handler, so a run would stop with no word. While :func:`exits_raise` is active in a thread, ``os._exit`` called
-from that thread raises :class:`_ProcessExit` instead (a ``BaseException``, so ``except Exception`` in the user's code
+from that thread raises :class:`ProcessExit` instead (a ``BaseException``, so ``except Exception`` in the user's code
 does not swallow it); other threads, and processes forked meanwhile, exit for real.
 """
 
@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 
 
-class _ProcessExit(BaseException):
+class ProcessExit(BaseException):
     """Raised in place of ``os._exit(code)`` inside a reward function (a BaseException: ``except Exception`` in the
     reward does not swallow it)."""
 
@@ -33,13 +33,13 @@ def _guarded_exit(code):
     # Only a reward's own call, in this process, is turned into an error: a process forked inside a reward (a
     # multiprocessing pool) and other threads exit for real.
     if os.getpid() == _guard_pid and threading.get_ident() in _guarded:
-        raise _ProcessExit(code)
+        raise ProcessExit(code)
     _real_exit(code)
 
 
 @contextlib.contextmanager
 def exits_raise() -> Iterator[None]:
-    """While inside, ``os._exit(code)`` called from this thread raises ``_ProcessExit`` instead of ending the process.
+    """While inside, ``os._exit(code)`` called from this thread raises ``ProcessExit`` instead of ending the process.
     Nested and concurrent uses are counted; the real ``os._exit`` is back once the last one leaves."""
     global _guard_pid
     ident = threading.get_ident()

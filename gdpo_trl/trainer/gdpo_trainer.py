@@ -35,34 +35,53 @@ from gdpo_trl.core.config import GDPOConfig
 from gdpo_trl.core.config_checks import check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.core.gd2po import gd2po_advantages
-from gdpo_trl.rewards.conditioned import apply_reward_conditions
 from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
-from gdpo_trl.trainer.gd2po import gathered_completion_mask
 from gdpo_trl.trainer.lora_generation import check_merge_for_generation, lora_merged_for_generation
-from gdpo_trl.trainer.process_rewards import attach_process_rewards, check_process_settings
-from gdpo_trl.trainer.reward_checks import check_reward_funcs
-from gdpo_trl.trainer.reward_parity import GatheredRewardWarnings
+from gdpo_trl.trainer.reward_pipeline import RewardWatch, prepare_rewards
 from gdpo_trl.trainer.safe_saves import StagedSaves
-from gdpo_trl.trainer.silent_rewards import ZeroSpread
-from gdpo_trl.trainer.token_rewards import TokenAdvantages
+from gdpo_trl.trainer.token_rewards import TokenAdvantages, length_mask
 from gdpo_trl.trainer.tool_watch import ToolWatch
-from gdpo_trl.trainer.weight_schedule import scheduled_weights
 
 logger = logging.get_logger(__name__)
 
 
-# Mixins: checkpoints renamed into place when whole (safe_saves), None/NaN rewards warned from every process's rows.
-class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrainer):
+def scheduled_weights(start: torch.Tensor, final: torch.Tensor, step: int, max_steps: int) -> torch.Tensor:
+    """Reward weights at optimizer step ``step`` (0-based) of ``max_steps`` (``GDPOConfig.reward_weights_final``):
+    ``start`` at the first, ``final`` at the last."""
+    progress = min(max(step / max(max_steps - 1, 1), 0.0), 1.0)
+    return start + (final - start) * progress
+
+
+def gathered_completion_mask(accelerator, output: dict) -> torch.Tensor:
+    """GD2PO's token counts: ``[N_global, T]`` long, 1 on the first ``L_i`` positions of each gathered completion,
+    ``L_i`` its number of trained tokens (TRL's ``completion_mask``, times ``tool_mask`` where tools inserted results
+    the model did not write, as TRL's loss counts them).
+
+    GD2PO's reference whitens over the kept *tokens* (:func:`gdpo_trl.core.gd2po.gd2po_advantages`); each process
+    gathers every process's lengths, so all compute the same keep mask and advantages and each keeps a consistent
+    slice. Only the counts matter: a row's advantage is the same on every token.
+    """
+    mask = output["completion_mask"]
+    if output.get("tool_mask") is not None:
+        mask = mask * output["tool_mask"]
+    lengths = accelerator.gather(mask.sum(dim=1))
+    return length_mask(lengths, int(lengths.max().item()) if lengths.numel() else 0)
+
+
+# Mixins: process rewards' token-level advantages (token_rewards), checkpoints renamed into place when whole.
+class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
 
     - Two or more reward functions with ``multi_objective_aggregation="normalize_then_sum"`` (the default of
       ``GDPOConfig``): ``gdpo_advantages``; equal to TRL's native GDPO.
     - ``"sum_then_normalize"``, or a single reward function: ``grpo_advantages`` with ``scale_rewards``.
     - Override ``compute_advantages`` to try another rule; what it returns is what trains.
-    - ``args.reward_conditions`` wraps rewards with :func:`gdpo_trl.rewards.conditioned.conditioned` before TRL sees
-      them; ``args.reward_weights_final`` moves ``self.reward_weights`` linearly over training.
-    - Every plain reward function is wrapped so that one that raises or returns a malformed list is named in the
-      error (``CheckedReward``).
+    - The rewards are prepared once (:func:`gdpo_trl.trainer.reward_pipeline.prepare_rewards`):
+      ``args.reward_conditions`` wraps them with :func:`gdpo_trl.rewards.conditioned.conditioned` before TRL sees
+      them, and every plain reward function is wrapped so that one that raises, hangs or returns a malformed list is
+      named in the error, and gets its own copies of its inputs (``CheckedReward``); after each batch a
+      ``RewardWatch`` names a reward that said nothing or gave no signal. ``args.reward_weights_final`` moves
+      ``self.reward_weights`` linearly over training.
     - A process reward (:func:`gdpo_trl.rewards.process.process_reward`) switches training to token-level
       advantages (:func:`gdpo_trl.core.advantages.gdpo_token_advantages`); loss settings that need one advantage per
       completion are refused. Without one nothing changes. See ``docs/process_rewards.md``.
@@ -98,32 +117,21 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
             from gdpo_trl.core.plugins import resolve_model  # builtin: names (the demo's, or another plugin's)
 
             model = resolve_model(model)
-        if args.reward_conditions:
-            funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
-            reward_funcs = apply_reward_conditions(funcs, args.reward_conditions)
-        process_slots = []
-        if reward_funcs is not None:
-            reward_funcs, process_slots = attach_process_rewards(
-                reward_funcs if isinstance(reward_funcs, list) else [reward_funcs], args.reward_timeout
-            )
-            check_process_settings(args, reward_funcs, process_slots, **kwargs)
-        super().__init__(
-            model, reward_funcs=check_reward_funcs(reward_funcs, args.reward_timeout), args=args, **kwargs
-        )
+        rewards = prepare_rewards(reward_funcs, args, **kwargs)  # conditions, process slots, CheckedReward
+        super().__init__(model, reward_funcs=rewards.funcs, args=args, **kwargs)
         if args.multi_objective_aggregation == "gd2po":  # TRL's own advantages (replaced) need a rule it knows
             self.multi_objective_aggregation = "normalize_then_sum"
         self._gd2po_mask = self._gd2po_keep = None  # GD2PO: this batch's gathered token counts and kept rows
-        # TRL appends an environment's `get_reward` (one per environment class) after our check: check it too.
-        self.reward_funcs = check_reward_funcs(self.reward_funcs, args.reward_timeout, names=self.reward_func_names)
+        self.reward_funcs = rewards.with_trl_additions(self.reward_funcs, self.reward_func_names)
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
-        self._process_slots = process_slots
+        self._process_slots = rewards.process_slots
+        self._reward_watch = RewardWatch(self.reward_funcs, self.reward_func_names)
         self._tool_watch = ToolWatch([t.__name__ for t in self.tools], args.tool_timeout) if self.tools else None
         if args.merge_lora_for_generation:  # LoRA layers to merge, whole weights on this process
             check_merge_for_generation(
                 self.accelerator.unwrap_model(self.model), sharded=self.is_deepspeed_enabled or self.is_fsdp_enabled
             )
-        self._zero_spread = ZeroSpread(self.reward_func_names)  # a reward that scores every completion alike is named
-        if not (self.uses_gdpo or process_slots):  # GRPO's rule trains: the model card says GRPO, as GRPOTrainer's
+        if not (self.uses_gdpo or self._process_slots):  # GRPO's rule trains: the card says GRPO, as GRPOTrainer's
             self._name, self._tag_names, self._paper = GRPOTrainer._name, GRPOTrainer._tag_names, GRPOTrainer._paper
         self.model_card_base_model: str | None = None  # the name the user gave, for a model loaded from a folder
         # Markdown sections before the card's citations; a callable is called each time a card is written (its text
@@ -137,7 +145,7 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
             self._weight_schedule = (self.reward_weights.clone(), final)
         if self._process_slots:
             logger.info(
-                "GDPO with process rewards %s: token-level advantages.", [s.__name__ for _, s in process_slots]
+                "GDPO with process rewards %s: token-level advantages.", [s.__name__ for _, s in self._process_slots]
             )
         elif self.uses_gdpo:
             logger.info("GDPO: %d rewards %s normalized per group.", len(self.reward_funcs), self.reward_func_names)
@@ -171,7 +179,7 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
 
     @property
     def uses_gd2po(self) -> bool:
-        """Whether advantages are GD2PO's (two or more rewards and ``gd2po``; :mod:`gdpo_trl.trainer.gd2po`)."""
+        """Whether advantages are GD2PO's (two or more rewards and ``gd2po``; :func:`gathered_completion_mask`)."""
         return self.args.multi_objective_aggregation == "gd2po" and len(self.reward_funcs) > 1
 
     def compute_advantages(
@@ -212,7 +220,8 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         # TRL keeps the gathered [N_global, K] matrix inside its long method; hand it, with this process's unpadded
         # completion ids (where process rewards' steps land), to the _generate_and_score_completions call running it.
-        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        with self._reward_watch.scoring():  # the watch, not each wrapper, warns about a None/NaN batch
+            rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._scored_batch = (rewards, completion_ids_list)
         return rewards
 
@@ -236,12 +245,12 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GatheredRewardWarnings, GRPOTrai
         if self._weight_schedule is not None and mode == "train":
             self._step_reward_weights()
         output = super()._generate_and_score_completions(inputs)
-        if self._tool_watch is not None:  # every process, after its rollouts: the same decisions everywhere
-            self._tool_watch.settle(self.accelerator, self._metrics[mode])
         rewards, completion_ids = self._take_scored_batch()
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
-        if mode == "train":
-            self._zero_spread.check(rewards, num_generations, warn=self.accelerator.is_main_process)
+        # Every process, after its batch: the same decisions everywhere, warnings from the main process.
+        self._reward_watch.settle(self.accelerator, rewards, len(inputs), num_generations, train=mode == "train")
+        if self._tool_watch is not None:
+            self._tool_watch.settle(self.accelerator, self._metrics[mode])
         if self._process_slots:
             self._token_advantages(output, rewards, completion_ids, num_generations, mode)
             return output

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from gdpo_trl.rewards.process import Steps, completion_text, is_process_reward
-from gdpo_trl.trainer.reward_checks import RewardTimeoutError, call_with_timeout, reward_error
+from gdpo_trl.trainer.reward_checks import RewardTimeoutError, call_with_timeout, private_inputs, reward_error
 
 
 def check_process_output(output, texts: Sequence[str], name: str) -> list[Steps]:
@@ -108,8 +108,9 @@ class ProcessRewardSlot:
 
     def __call__(self, completions, **kwargs):
         texts = [completion_text(c) for c in completions]
+        own = private_inputs({"completions": completions, **kwargs})  # its own copies, as outcome rewards get
         try:  # the same watch as outcome rewards: named while slow, stopped at reward_timeout, exits made errors
-            output = call_with_timeout(self.func, {"completions": completions, **kwargs}, self.timeout, self.__name__)
+            output = call_with_timeout(self.func, own, self.timeout, self.__name__)
         except RewardTimeoutError:
             raise
         except BaseException as error:  # noqa: BLE001 - re-raised with the function's name

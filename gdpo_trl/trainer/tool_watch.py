@@ -34,7 +34,7 @@ from collections import Counter
 import torch
 
 from gdpo_trl.core.errors import GDPOError
-from gdpo_trl.trainer.exit_guard import _ProcessExit, exits_raise
+from gdpo_trl.trainer.exit_guard import ProcessExit, exits_raise
 from gdpo_trl.trainer.tool_answers import ToolAnswerError, readable_answer
 
 # A tool that never succeeded is taken as broken after this many failed calls (all processes): a strict tool that
@@ -130,7 +130,7 @@ class WatchedTool:
         else:
             run()
         error = result.get("error")
-        if isinstance(error, (SystemExit, _ProcessExit)):
+        if isinstance(error, (SystemExit, ProcessExit)):
             raise self._exit_error(error, kwargs) from None
         if isinstance(error, Exception):
             self._failed("errors", kwargs, f"raised {type(error).__name__}: {error}")
@@ -151,7 +151,7 @@ class WatchedAsyncTool(WatchedTool):
             with exits_raise():
                 call = self.func(**kwargs)
                 value = await (asyncio.wait_for(call, self.watch.timeout) if self.watch.timeout else call)
-        except (SystemExit, _ProcessExit) as error:
+        except (SystemExit, ProcessExit) as error:
             raise self._exit_error(error, kwargs) from None
         except TimeoutError:
             self._failed("timeouts", kwargs, f"took longer than tool_timeout={self.watch.timeout:g} s")

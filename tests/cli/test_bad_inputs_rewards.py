@@ -82,12 +82,14 @@ def test_os_exit_outside_a_reward_is_left_alone():
     import os
     import threading
 
-    with reward_checks.exits_raise():
-        assert os._exit is reward_checks._guarded_exit and threading.get_ident() in reward_checks._guarded
+    from gdpo_trl.trainer import exit_guard
+
+    with exit_guard.exits_raise():
+        assert os._exit is exit_guard._guarded_exit and threading.get_ident() in exit_guard._guarded
     # This thread's os._exit is the real one again (the guard passes it through for threads outside a reward). The
     # function stays swapped only while another thread's reward still runs: one an earlier test timed out and left.
-    assert threading.get_ident() not in reward_checks._guarded
-    assert os._exit is reward_checks._real_exit or reward_checks._guarded
+    assert threading.get_ident() not in exit_guard._guarded
+    assert os._exit is exit_guard._real_exit or exit_guard._guarded
 
 
 # --- launcher options: one line before anything starts ------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Multi-process parity (issue 31): a reward that is None/NaN on one process only is warned about once in a
-2-process run, as in a 1-process run (gdpo_trl.trainer.reward_parity gathers every process's rows)."""
+2-process run, as in a 1-process run (gdpo_trl.trainer.reward_pipeline's RewardWatch gathers every
+process's rows)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gdpo_trl.trainer.reward_parity import silent_slices
+from gdpo_trl.trainer.reward_pipeline import silent_slices
 
 ROOT = Path(__file__).resolve().parents[2]
 NAN = math.nan

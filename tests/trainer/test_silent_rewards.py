@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from gdpo_trl import GDPOTrainer
-from gdpo_trl.trainer import silent_rewards
-from gdpo_trl.trainer.silent_rewards import ZeroSpread, silent_columns
+from gdpo_trl.trainer import reward_pipeline
+from gdpo_trl.trainer.reward_pipeline import RewardWatch, silent_columns
 from tests.helpers.toy import parity_reward, toy_config, toy_dataset
 
 NAN = float("nan")
@@ -28,15 +28,15 @@ def test_silent_columns_ignore_nan_and_need_a_value():
 
 
 def test_warned_once_per_silent_stretch():
-    watch = ZeroSpread(["correctness", "format"])
+    watch = RewardWatch([], ["correctness", "format"])
     flat = torch.tensor([[0.0, 0.0], [0.0, 1.0]])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(5):  # format has spread in its one group; correctness never
-            watch.check(flat, 2, warn=True)
-        watch.check(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), 2, warn=True)  # correctness gives signal once
+            watch.check_spread(flat, 2, warn=True)
+        watch.check_spread(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), 2, warn=True)  # correctness gives signal once
         for _ in range(3):
-            watch.check(flat, 2, warn=True)
+            watch.check_spread(flat, 2, warn=True)
     messages = [str(w.message) for w in caught]
     assert len(messages) == 2 and all(m.startswith("Reward 'correctness' scored every completion") for m in messages)
     assert "for 3 batches in a row (every value 0): it gives no signal" in messages[0]
@@ -50,7 +50,7 @@ def test_a_reward_that_never_spreads_is_warned_in_training(tiny_model_path, tmp_
     trainer = GDPOTrainer(
         tiny_model_path,
         reward_funcs=[parity_reward, constant_reward],
-        args=toy_config(tmp_path, max_steps=silent_rewards.SILENT_BATCHES),
+        args=toy_config(tmp_path, max_steps=reward_pipeline.SILENT_BATCHES),
         train_dataset=toy_dataset(),
     )
     with pytest.warns(UserWarning, match="Reward 'constant_reward' scored every completion of each group alike"):
