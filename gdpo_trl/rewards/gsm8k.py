@@ -224,3 +224,36 @@ def integer_reward(completions, semantics: str = "ours", **kwargs) -> list[float
     if _check_semantics(semantics, "integer_reward"):
         return [1.0 if reference_answer(_reference_text(c)).isdigit() else 0.0 for c in completions]
     return [1.0 if _is_integer_answer(_text(c)) else 0.0 for c in completions]
+
+
+# A number as written in running text: optional minus, digits with optional thousands commas and decimals.
+_LAST_NUMBER_RE = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?")
+_BOXED_RE = re.compile(r"\\boxed\{([^{}]*)\}")
+
+
+def last_number_answer(text: str) -> Decimal | None:
+    """What a model that ignores our layout answered: the content of the last ``\\boxed{...}`` when there is one,
+    else the last number in the text (thousands commas and a trailing ``.`` dropped); ``None`` when there is none."""
+    boxed = _BOXED_RE.findall(text)
+    candidates = _LAST_NUMBER_RE.findall(boxed[-1]) if boxed else []
+    candidates = candidates or _LAST_NUMBER_RE.findall(text)
+    for candidate in reversed(candidates):
+        value = _parse_number(candidate.strip(","))
+        if value is not None:
+            return value
+    return None
+
+
+def last_number_reward(completions, answer=None, **kwargs) -> list[float]:
+    """1.0 per completion whose last number (or last ``\\boxed{}`` content) equals its gold ``answer``, else 0.0.
+
+    Not a training reward: it measures what a model can already solve when it answers in its own style (steps,
+    LaTeX, ``\\boxed{}``), as a released instruct model does with its own chat default.
+    """
+    if answer is None or len(answer) != len(completions):
+        raise ValueError("last_number_reward needs an `answer` column with one gold answer per completion")
+    golds = [_parse_number(str(gold)) for gold in answer]
+    return [
+        1.0 if gold is not None and last_number_answer(_text(c)) == gold else 0.0
+        for c, gold in zip(completions, golds, strict=True)
+    ]

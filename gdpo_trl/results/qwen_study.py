@@ -1,0 +1,138 @@
+"""Study H9's analysis (``qwen_gdpo_grpo``, pre-registered in docs/results/README.md): GDPO against GRPO on
+Qwen2.5-Coder-0.5B-Instruct, each run evaluated greedy on the same 200 GSM8K test problems by ``gdpo eval``.
+
+Reads the study's folder, as scripts/qwen_study.py runs it (outputs/qwen_gdpo_grpo: ``<arm>-seed<N>/`` with its
+trainer_state.json, ``eval-<arm>-seed<N>/`` with summary.json and completions.jsonl) or as committed
+(docs/results/qwen_gdpo_grpo, the logs in docs/results/logs/qwen_gdpo_grpo.json.gz): both give the same analysis.
+The outcomes of one evaluation are read as for study H8 (:func:`gdpo_trl.results.smollm2_study.run_outcomes`); the
+statistic is H9's: one difference (GDPO - GRPO) on three primary outcomes, Holm over those three.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+from gdpo_trl.results.smollm2_study import OUTCOMES, SECONDARY, evaluation, logged_steps, plot_training, run_outcomes
+from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
+from gdpo_trl.results.study_files import read_logs, write_logs
+
+STUDY = "qwen_gdpo_grpo"
+COMMAND = "nohup nice -n 10 python scripts/qwen_study.py run --data DATA"
+ARMS = ("gdpo", "grpo")
+SEEDS = (0, 1, 2, 3, 4)
+MIN_SEEDS = 3  # the stopping rule's floor: fewer seeds with both arms evaluated are not analysed
+STARTS = ("eval-start", "eval-start-own-default")
+CURVES = {
+    "format": "rewards/format_reward/mean",
+    "correctness": "rewards/correctness_reward/mean",
+    "integer": "rewards/integer_reward/mean",
+    "clipped": "completions/clipped_ratio",
+    "length": "completions/mean_length",
+    "conflict": "conflict/share",
+}
+
+
+def seeds_with_both_arms(evaluated) -> list[int]:
+    """The seeds whose two arms are both among ``evaluated`` ((arm, seed) pairs): what the stopping rule analyses."""
+    return [seed for seed in SEEDS if all((arm, seed) in evaluated for arm in ARMS)]
+
+
+def training_logs(root: Path, seeds: list[int]) -> dict[str, list[dict]]:
+    """The runs' ``log_history`` by run name: from each run's trainer_state.json, or (committed) the logs file."""
+    packed = root.parent / "logs" / f"{STUDY}.json.gz"
+    if not (root / "gdpo-seed0" / "trainer_state.json").is_file() and packed.is_file():
+        return read_logs(packed)["runs"]
+    return {f"{arm}-seed{seed}": json.loads((root / f"{arm}-seed{seed}" / "trainer_state.json").read_text())["log_history"]
+            for seed in seeds for arm in ARMS}  # fmt: skip
+
+
+def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
+    """Per arm and curve: each run's mean over its steps, mean ± std over seeds (a curve a run never logged: 0)."""
+    return {arm: {name: mean_std([sum(e.get(key, 0.0) for e in steps) / len(steps)
+                                  for steps in (logged_steps(logs, arm, seed) for seed in seeds)])
+                  for name, key in CURVES.items()} for arm in ARMS}  # fmt: skip
+
+
+def analysis_and_logs(root: Path) -> tuple[dict, dict[str, list[dict]]]:
+    """The pre-registered statistic over the seeds whose two arms are both evaluated: per arm mean ± std of each
+    outcome; GDPO - GRPO on each with Welch's test, the 95% bootstrap CI (``default_rng(0)``) and its verdict; Holm
+    over the three; H9's verdict; the secondary outcomes and the start's evaluations."""
+    runs = {(arm, seed): run_outcomes(evaluation(root / f"{arm}-seed{seed}")) for seed in SEEDS for arm in ARMS
+            if (evaluation(root / f"{arm}-seed{seed}") / "summary.json").is_file()}  # fmt: skip
+    seeds = seeds_with_both_arms(runs)
+    if len(seeds) < MIN_SEEDS:
+        raise SystemExit(
+            f"{len(seeds)} seed(s) with both arms evaluated: the stopping rule needs at least {MIN_SEEDS}"
+        )
+    values = {(arm, name): [runs[arm, seed][name] for seed in seeds] for arm in ARMS for name in OUTCOMES}
+    comparisons = []
+    for name in OUTCOMES:
+        a, b = values["gdpo", name], values["grpo", name]
+        ci = bootstrap_diff_ci(a, b, seed=0)
+        comparisons.append({"outcome": name, "diff": sum(a) / len(a) - sum(b) / len(b), "ci": list(ci),
+                            "p": welch_t_test(a, b).p, "verdict": verdict(ci)})  # fmt: skip
+    for row, adjusted in zip(comparisons, holm_adjusted([row["p"] for row in comparisons]), strict=True):
+        row |= {"holm_p": adjusted, "holds_under_holm": row["verdict"] != "level" and adjusted <= 0.05}
+    if any(r["verdict"] == "behind" and r["holds_under_holm"] for r in comparisons):
+        reading = "contradicted"
+    else:
+        reading = "supported" if any(r["verdict"] == "ahead" and r["holds_under_holm"] for r in comparisons) else "not supported"  # fmt: skip
+    secondary = [*SECONDARY, "format_uncut"]
+    logs = training_logs(root, seeds)
+    result = {
+        "seeds": seeds,
+        "starts": {name: run_outcomes(root / name) for name in STARTS if (root / name / "summary.json").is_file()},
+        "runs": [{"arm": arm, "seed": seed, **runs[arm, seed]} for seed in seeds for arm in ARMS],
+        "arms": {arm: {name: mean_std(values[arm, name]) for name in OUTCOMES} for arm in ARMS},
+        "secondary": {
+            arm: {name: mean_std([runs[arm, seed][name] for seed in seeds]) for name in secondary} for arm in ARMS
+        },  # fmt: skip
+        "training": curves(logs, seeds),
+        "comparisons": comparisons,
+        "verdict": {"H9 gdpo - grpo": reading},
+    }
+    return result, logs
+
+
+def tables(result: dict) -> str:
+    """docs/results/qwen_gdpo_grpo.md: the arms, the difference with Holm, the verdict, the secondary outcomes."""
+    lines = [f"# {STUDY}: arm means ± std over seeds {result['seeds']}", "", "| arm | " + " | ".join(OUTCOMES) + " |",
+             "|---|" + "---:|" * len(OUTCOMES)]  # fmt: skip
+    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["arms"][arm].values()) + " |"
+              for arm in ARMS]  # fmt: skip
+    lines += ["", "| gdpo - grpo | diff | 95% CI | Welch p | Holm p | verdict |", "|---|---:|---|---:|---:|---|"]
+    lines += [f"| {c['outcome']} | {c['diff']:+.3f} | [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | {c['p']:.3g} | "
+              f"{c['holm_p']:.3g} | {c['verdict']}{'' if c['verdict'] == 'level' or c['holds_under_holm'] else ' (not under Holm)'} |"
+              for c in result["comparisons"]]  # fmt: skip
+    lines += ["", *(f"- {name}: {value}" for name, value in result["verdict"].items())]
+    names = list(next(iter(result["secondary"].values())))
+    lines += ["", "Secondary, on the evaluation (share cut at the limit, mean tokens, format among the uncut):", "",
+              "| arm | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]  # fmt: skip
+    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["secondary"][arm].values()) + " |"
+              for arm in ARMS]  # fmt: skip
+    lines += ["", "Secondary, in training (each run's mean over its steps):", "",
+              "| arm | " + " | ".join(CURVES) + " |", "|---|" + "---:|" * len(CURVES)]  # fmt: skip
+    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in found.values()) + " |"
+              for arm, found in result["training"].items()]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def write(root: Path, docs: Path) -> None:
+    """Write docs/results/qwen_gdpo_grpo.json and .md, the runs' training logs (logs/qwen_gdpo_grpo.json.gz), and
+    under docs/results/qwen_gdpo_grpo/ every evaluation's summary and gzipped completions; the curves' PNG."""
+    result, logs = analysis_and_logs(root)
+    write_logs(docs / "logs" / f"{STUDY}.json.gz", STUDY, COMMAND, logs)
+    for folder in sorted(root.glob("eval-*")):
+        target = docs / STUDY / folder.name
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(folder / "summary.json", target / "summary.json")
+        (target / "completions.jsonl.gz").write_bytes(
+            gzip.compress((folder / "completions.jsonl").read_bytes(), mtime=0)
+        )
+    (docs / f"{STUDY}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (docs / f"{STUDY}.md").write_text(tables(result) + f"\n![H9's training curves]({STUDY}.png)\n")
+    plot_training(logs, result["seeds"], docs / f"{STUDY}.png", model="Qwen2.5-Coder-0.5B-Instruct", study="H9")
+    print(f"wrote {docs / STUDY}.json, .md, .png, logs/{STUDY}.json.gz and {docs / STUDY}/")

@@ -1,0 +1,176 @@
+"""Study H9 (``qwen_gdpo_grpo``): GDPO against GRPO on Qwen2.5-Coder-0.5B-Instruct, where the rewards can disagree;
+its pilot, its runs and their status. Pre-registered in docs/results/README.md (H9); resumable across sessions.
+
+``pilot`` samples groups of completions from the start at the study's settings (``gdpo eval --n 8 --temperature 1``
+on GSM8K train problems) and measures, per candidate set of rewards, what decides whether GDPO and GRPO can differ
+(:mod:`gdpo_trl.results.reward_conflict`): docs/results/qwen_pilot.{json,md}.
+
+``run`` goes through the design's jobs in order: the start's evaluations first (the training prompt, then the model's
+own chat default, scored by the last number), then for each seed GDPO and GRPO (``gdpo train`` with
+recipes/cpu/qwen_gdpo or qwen_grpo, checkpoints every 2 steps and resumed from the newest), each evaluated greedy on
+the first 200 GSM8K test problems. A finished job is never run again; every command runs with one torch thread (the
+thread count changes sampled completions); each job's output goes to ``<job>.log`` beside it. Run it in the
+background, niced, and again after a stop to go on::
+
+    nohup nice -n 10 python scripts/qwen_study.py run --data DATA > outputs/qwen_gdpo_grpo.log 2>&1 &
+    python scripts/qwen_study.py status     # where it stands, no outcome
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDY = "qwen_gdpo_grpo"
+MODEL = "builtin:qwen2.5-coder-0.5b-instruct"
+ARMS = ("gdpo", "grpo")
+SEEDS = (0, 1, 2, 3, 4)
+THREADS = 1  # every command of the study, training and evaluation alike
+STEPS = 12
+SAVE_STEPS = 2
+RECIPE = ROOT / "recipes" / "cpu" / "qwen_{arm}" / "config.yaml"
+EVAL_LIMIT = 200
+MAX_NEW_TOKENS = 400  # the recipes' max_completion_length
+EVAL = [
+    "--limit",
+    str(EVAL_LIMIT),
+    "--max_new_tokens",
+    str(MAX_NEW_TOKENS),
+    "--batch_size",
+    "50",
+    "--dtype",
+    "bfloat16",
+]
+# The start as released, with the model's own chat default (no system prompt of ours): scored by the last number of
+# the completion (and \boxed{}), since it never writes our layout.
+OWN_DEFAULT = ["--system_prompt", "", "--rewards", "gdpo_trl.rewards.gsm8k.last_number_reward"]
+PILOT = {"problems": 16, "n": 8, "max_new_tokens": MAX_NEW_TOKENS, "temperature": 1.0, "seed": 0}
+
+
+def recipe_prompt() -> str:
+    """The system prompt of the study's recipes (the training prompt)."""
+    import yaml
+
+    return yaml.safe_load((ROOT / "recipes" / "cpu" / "qwen_gdpo" / "config.yaml").read_text())["system_prompt"]
+
+
+def evaluation(run: Path) -> Path:
+    return run.with_name(f"eval-{run.name}")
+
+
+def trained(out: Path) -> bool:
+    return (out / "trainer_state.json").is_file()
+
+
+def train_command(arm: str, seed: int, data: Path, out: Path) -> list[str]:
+    from gdpo_trl.results.study_jobs import tool
+
+    # Resume from the newest checkpoint; a run stopped before its first one starts over.
+    resume = ["--resume_from_checkpoint", "true"] if any(out.glob("checkpoint-*")) else []
+    resume = resume or (["--overwrite_output_dir", "true"] if out.exists() else [])
+    return [tool("gdpo"), "train", "--config", str(RECIPE).format(arm=arm), "--dataset_name", str(data / "train.jsonl"),
+            "--seed", str(seed), "--max_steps", str(STEPS), "--save_steps", str(SAVE_STEPS), "--save_total_limit", "1",
+            "--output_dir", str(out), *resume]  # fmt: skip
+
+
+def eval_command(model: str, data: Path, out: Path, extra: list[str]) -> list[str]:
+    from gdpo_trl.results.study_jobs import tool
+
+    return [tool("gdpo"), "eval", "--model", model, "--dataset", str(data / "test.jsonl"), *EVAL, *extra,
+            "--output_dir", str(out)]  # fmt: skip
+
+
+def jobs(root: Path):
+    """(arm, seed, folder) in the design's order: the start's two evaluations, then seed-major GDPO, GRPO."""
+    yield "start", None, root / "eval-start"
+    yield "start-own-default", None, root / "eval-start-own-default"
+    for seed in SEEDS:
+        for arm in ARMS:
+            yield arm, seed, root / f"{arm}-seed{seed}"
+
+
+def run_job(arm: str, seed: int | None, out: Path, data: Path) -> None:
+    """Train one (arm, seed) unless trained, then evaluate it unless evaluated; output to <out>.log."""
+    from gdpo_trl.results.study_jobs import run_logged, stamp
+
+    log = out.with_name(f"{out.name}.log")
+    if arm.startswith("start"):
+        extra = ["--system_prompt", recipe_prompt()] if arm == "start" else OWN_DEFAULT
+        if not (out / "summary.json").is_file():
+            stamp(f"evaluate {arm}")
+            run_logged(eval_command(MODEL, data, out, extra), log, THREADS, ROOT)
+    else:
+        if not trained(out):
+            stamp(f"train {arm} seed {seed}")
+            run_logged(train_command(arm, seed, data, out), log, THREADS, ROOT)
+        if not (evaluation(out) / "summary.json").is_file():
+            stamp(f"evaluate {arm} seed {seed}")
+            run_logged(eval_command(str(out), data, evaluation(out), ["--system_prompt", recipe_prompt()]), log,
+                       THREADS, ROOT)  # fmt: skip
+    stamp(f"done {arm} seed {seed}")
+
+
+def check_data(data: Path) -> None:
+    missing = [name for name in ("train.jsonl", "test.jsonl") if not (data / name).is_file()]
+    if missing:
+        raise SystemExit(f"error: --data {data}: no {' or '.join(missing)} there (the GSM8K folder has both)")
+
+
+def run(args) -> None:
+    from gdpo_trl.results.study_jobs import run_jobs
+
+    root, data = Path(args.out), Path(args.data)
+    check_data(data)
+    root.mkdir(parents=True, exist_ok=True)
+    run_jobs(((*job, data) for job in jobs(root)), run_job, workers=args.workers)
+
+
+def status(args) -> None:
+    """One line per job: trained, evaluated, checkpoints (no outcome is shown before the study ends)."""
+    root = Path(args.out)
+    for arm, seed, out in jobs(root):
+        start = arm.startswith("start")
+        done_eval = ((out if start else evaluation(out)) / "summary.json").is_file()
+        checkpoints = " ".join(sorted(p.name for p in out.glob("checkpoint-*")))
+        print(f"{arm:17} seed {seed!s:4} trained {start or trained(out)!s:5} evaluated {done_eval!s:5} {checkpoints}")
+
+
+def pilot(args) -> None:
+    """Sample the start at the study's settings on GSM8K train problems, then write the pilot's figures."""
+    from gdpo_trl.results.qwen_pilot import write_pilot
+    from gdpo_trl.results.study_jobs import run_logged, stamp
+
+    data = Path(args.data)
+    check_data(data)
+    out = Path(args.out) / "pilot"
+    if not (out / "summary.json").is_file():
+        stamp(f"pilot: {PILOT['problems']} train problems x {PILOT['n']} samples")
+        command = eval_command(MODEL, data, out, ["--system_prompt", recipe_prompt()])
+        command[command.index("--dataset") + 1] = str(data / "train.jsonl")
+        command[command.index("--limit") + 1] = str(PILOT["problems"])
+        command += ["--split", "train", "--n", str(PILOT["n"]), "--temperature", str(PILOT["temperature"]),
+                    "--seed", str(PILOT["seed"])]  # fmt: skip
+        out.parent.mkdir(parents=True, exist_ok=True)
+        run_logged(command, out.with_name("pilot.log"), THREADS, ROOT)
+    write_pilot(out, Path(args.docs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["pilot", "run", "status"])
+    parser.add_argument("--data", help="the GSM8K folder (train.jsonl, test.jsonl), for pilot and run")
+    parser.add_argument("--out", default=str(ROOT / "outputs" / STUDY), help=f"default: outputs/{STUDY}")
+    parser.add_argument("--workers", type=int, default=1, help="jobs at a time, one torch thread each (default 1)")
+    parser.add_argument("--docs", default=str(ROOT / "docs" / "results"), help="where pilot writes (docs/results)")
+    args = parser.parse_args()
+    if args.command in ("pilot", "run") and not args.data:
+        parser.error(f"{args.command} needs --data (the GSM8K folder)")
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
+    {"pilot": pilot, "run": run, "status": status}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Study H9 on made-up study folders: its analysis (gdpo_trl/results/qwen_study.py: the stopping rule's seeds, GDPO -
+GRPO on three outcomes with Holm over three, the verdict, the files), its pilot's scoring
+(gdpo_trl/results/qwen_pilot.py) and its runner (scripts/qwen_study.py: the order of jobs, one thread everywhere, the
+commands, resuming)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from gdpo_trl.results import qwen_pilot, qwen_study
+from gdpo_trl.results.stats import holm_adjusted, welch_t_test
+from tests.scripts.test_smollm2_study import evaluation, training
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "qwen_study.py"
+FORMAT = {"gdpo": [0.80, 0.82, 0.84], "grpo": [0.70, 0.71, 0.69]}
+
+
+@pytest.fixture(scope="module")
+def runner():
+    spec = importlib.util.spec_from_file_location("qwen_study_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_study(root: Path, seeds) -> None:
+    for seed in seeds:
+        for arm in qwen_study.ARMS:
+            evaluation(root / f"eval-{arm}-seed{seed}", FORMAT[arm][seed], seed)
+            (root / f"{arm}-seed{seed}").mkdir(parents=True)
+            (root / f"{arm}-seed{seed}" / "trainer_state.json").write_text(json.dumps({"log_history": training(seed)}))
+
+
+def test_analysis_follows_the_preregistration(tmp_path):
+    root, docs = tmp_path / "study", tmp_path / "docs"
+    make_study(root, [0, 1, 2])
+    evaluation(root / "gdpo-seed3" / ".." / "eval-gdpo-seed3", 0.9, 3)  # seed 3 has one arm only: left out
+    evaluation(root / "eval-start", 0.5, 0)
+    result, _ = qwen_study.analysis_and_logs(root)
+    assert result["seeds"] == [0, 1, 2]
+    fmt = next(c for c in result["comparisons"] if c["outcome"] == "format")
+    assert fmt["diff"] == pytest.approx(0.82 - 0.70)
+    assert fmt["p"] == pytest.approx(welch_t_test(FORMAT["gdpo"], FORMAT["grpo"]).p)
+    assert [c["holm_p"] for c in result["comparisons"]] == pytest.approx(
+        holm_adjusted([c["p"] for c in result["comparisons"]])
+    )
+    assert fmt["verdict"] == "ahead" and fmt["holds_under_holm"]
+    # integer and correctness are equal per seed in both arms (they depend on the seed only): level
+    assert [c["verdict"] for c in result["comparisons"] if c["outcome"] != "format"] == ["level", "level"]
+    assert result["verdict"] == {"H9 gdpo - grpo": "supported"}
+    assert result["starts"]["eval-start"]["format"] == 0.5 and "eval-start-own-default" not in result["starts"]
+    docs.mkdir()
+    qwen_study.write(root, docs)
+    assert json.loads((docs / "qwen_gdpo_grpo.json").read_text()) == json.loads(json.dumps(result))
+    assert "| format | +0.120 |" in (docs / "qwen_gdpo_grpo.md").read_text()
+    assert (docs / "qwen_gdpo_grpo.png").stat().st_size > 0
+    assert sorted(p.name for p in (docs / "qwen_gdpo_grpo").iterdir())[:2] == ["eval-gdpo-seed0", "eval-gdpo-seed1"]
+
+
+def test_fewer_than_three_seeds_with_both_arms_are_not_analysed(tmp_path):
+    make_study(tmp_path, [0, 1])
+    with pytest.raises(SystemExit, match="2 seed.* with both arms evaluated: the stopping rule needs at least 3"):
+        qwen_study.analysis_and_logs(tmp_path)
+
+
+def test_the_pilot_scores_length_only_where_correct(tmp_path):
+    # One group of 4: correct and short, correct and long, wrong and short, wrong and cut.
+    folder = tmp_path / "pilot"
+    folder.mkdir()
+    scores = [(1, 1, 1), (1, 1, 1), (1, 0, 1), (0, 0, 0)]
+    row = {"completions": ["..."] * 4, "num_tokens": [120, 350, 90, 400], "truncated": [False, False, False, True],
+           "rewards": [{"format": f, "correctness": c, "integer": i} for f, c, i in scores]}  # fmt: skip
+    (folder / "completions.jsonl").write_text(json.dumps(row) + "\n")
+    summary = {"generation": {"n": 4, "temperature": 1.0, "max_new_tokens": 400, "dtype": "bfloat16"},
+               "data": {"system_prompt": "p"}, "generation_time_s": 48.0}  # fmt: skip
+    (folder / "summary.json").write_text(json.dumps(summary))
+    matrix = qwen_pilot.reward_matrix([row], ["correctness", "length"])
+    assert matrix.tolist() == [[1, 1], [1, 0], [0, 0], [0, 0]]
+    result = qwen_pilot.pilot(folder)
+    assert result["sampling"] == {"completions": 4, "mean_tokens": 240.0, "cut_share": 0.25,
+                                  "generation_time_s": 48.0, "tokens_per_s": 20.0}  # fmt: skip
+    assert result["candidates"]["gsm8k"]["rewards"]["format"]["mean"] == 0.75
+    assert result["candidates"]["length"]["rewards"]["length"]["mean"] == 0.25
+
+
+def test_the_runner_orders_jobs_and_runs_everything_with_one_thread(runner, tmp_path, monkeypatch):
+    jobs = [(arm, seed) for arm, seed, _ in runner.jobs(tmp_path)]
+    assert jobs[:4] == [("start", None), ("start-own-default", None), ("gdpo", 0), ("grpo", 0)]
+    assert len(jobs) == 2 + 2 * 5 and runner.THREADS == 1
+    calls = []
+    monkeypatch.setattr(
+        "gdpo_trl.results.study_jobs.run_logged", lambda cmd, log, threads, cwd: calls.append((cmd, threads))
+    )
+    out = tmp_path / "gdpo-seed1"
+    (out / "checkpoint-4").mkdir(parents=True)  # a run cut short resumes from its newest checkpoint
+    runner.run_job("gdpo", 1, out, tmp_path)
+    (train, threads), (evaluate, _) = calls
+    assert threads == 1 and train[train.index("--seed") + 1] == "1" and "--resume_from_checkpoint" in train
+    assert train[train.index("--config") + 1].endswith("recipes/cpu/qwen_gdpo/config.yaml")
+    assert evaluate[evaluate.index("--model") + 1] == str(out) and "--system_prompt" in evaluate
+    assert evaluate[evaluate.index("--output_dir") + 1] == str(tmp_path / "eval-gdpo-seed1")
+
+
+def test_a_data_folder_without_the_split_files_is_refused_in_one_line(runner, tmp_path):
+    with pytest.raises(SystemExit, match=r"--data .*: no train.jsonl or test.jsonl there"):
+        runner.check_data(tmp_path)
