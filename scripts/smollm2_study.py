@@ -135,6 +135,27 @@ def analyze(args) -> None:
     write(Path(args.out), Path(args.docs))
 
 
+def check_arguments(args) -> None:
+    """Refuse, in one line naming the argument and the fix, what would fail only after the first job started (a
+    missing data file: a RuntimeError after 41 s; --workers 0: ZeroDivisionError)."""
+    if args.workers < 1:
+        raise SystemExit(f"--workers {args.workers}: give 1 or more (jobs run at the same time)")
+    if args.threads is not None and args.threads < 1:
+        raise SystemExit(f"--threads {args.threads}: give 1 or more, or leave it out (the CPU's cores / --workers)")
+    if args.command != "run":
+        return
+    if not args.data:
+        raise SystemExit("run needs --data (the GSM8K folder: train.jsonl and test.jsonl)")
+    data = Path(args.data)
+    if not data.is_dir():
+        raise SystemExit(f"--data {data}: not a folder; give the GSM8K folder holding train.jsonl and test.jsonl")
+    missing = [name for name in ("train.jsonl", "test.jsonl") if not (data / name).is_file()]
+    if missing:
+        raise SystemExit(
+            f"--data {data}: no {' or '.join(missing)} there (openai/grade-school-math's files: train.jsonl, test.jsonl)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["run", "status", "analyze"])
@@ -144,8 +165,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch threads a job (default: the CPU's cores / --workers)")
     parser.add_argument("--docs", default=str(ROOT / "docs" / "results"), help="where analyze writes (docs/results)")
     args = parser.parse_args()
-    if args.command == "run" and not args.data:
-        parser.error("run needs --data (the GSM8K folder)")
+    check_arguments(args)
     {"run": run, "status": status, "analyze": analyze}[args.command](args)
 
 

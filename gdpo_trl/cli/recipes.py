@@ -16,6 +16,7 @@ from pathlib import Path
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.recipe.names import recipe_names, recipe_path
+from gdpo_trl.storage.safe_write import whole_file
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,8 +52,9 @@ def copy_recipe(name: str, dest: Path, force: bool = False) -> Path:
     target = dest / source.name if dest.is_dir() else dest
     if target.exists() and not force:
         raise InputError(f"{target} already exists: choose another destination, or pass --force to overwrite it.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
+    # Whole or not at all; a read-only or full target is one line naming it (was a 22-line OSError traceback).
+    with whole_file(target, "gdpo recipes copy") as partial:
+        shutil.copyfile(source, partial)
     return target
 
 

@@ -4,6 +4,7 @@ exit 2, the output folder untouched (:func:`tests.helpers.bad_inputs.check_train
 import json
 import os
 import resource
+from pathlib import Path
 
 import datasets
 import pytest
@@ -99,3 +100,90 @@ def test_text_rewards_on_an_agent_source_are_warned_about_in_one_line(caplog, fu
         text = [name for name in funcs if not name.startswith("agent_")]
         assert lines[0].startswith(f"reward_funcs {text} score a completion's text, but dataset_name 'agent' makes")
         assert "0.0 throughout" in lines[0] and "agent_success, agent_format, agent_cost" in lines[0]
+
+
+@pytest.fixture
+def no_network(monkeypatch, tmp_path):
+    """HF_HUB_OFFLINE unset, an empty Hugging Face cache, and a Hub that refuses every connection (a closed local
+    port, so the row means the same on a machine with a network)."""
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # read at import, from the tests' HF_HUB_OFFLINE=1
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    endpoint = "http://127.0.0.1:9"
+    monkeypatch.setattr(
+        constants, "HUGGINGFACE_CO_URL_TEMPLATE", endpoint + "/{repo_id}/resolve/{revision}/{filename}"
+    )
+    monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+
+
+def test_a_hub_model_without_a_network_is_one_line_naming_hf_hub_offline(tmp_path, capsys, monkeypatch, no_network):
+    """Before: bounded in time, but a 90-line traceback from inside transformers."""
+    words = ["model 'no-org/no-model' is not in the local Hugging Face cache and the Hub cannot be reached (",
+             "set HF_HUB_OFFLINE=1", "a local model folder or a builtin: model", "hf download no-org/no-model"]  # fmt: skip
+    check_train_rejects(tmp_path, capsys, monkeypatch, {"model_name_or_path": "no-org/no-model"}, [], None, words)
+
+
+@pytest.mark.parametrize(
+    ("number", "words"),
+    [(13, "permission denied: fix the folder's permissions, or write elsewhere"),
+     (30, "the file system is read-only: write elsewhere")],
+    ids=["permission_denied", "read_only_file_system"],
+)  # fmt: skip
+def test_recipes_copy_into_a_read_only_folder_names_it_in_one_line(tmp_path, capsys, monkeypatch, number, words):
+    """Before: a 22-line OSError traceback. Simulated (the tests run as root, who writes anywhere): the rename that
+    ends the write raises the errno the kernel would (13 EACCES, 30 EROFS)."""
+    import gdpo_trl.storage.safe_write as safe_write
+    from gdpo_trl.cli.recipes import main as recipes_main
+
+    def refused(source, target):
+        raise OSError(number, os.strerror(number))
+
+    monkeypatch.setattr(safe_write.os, "replace", refused)
+    (tmp_path / "locked").mkdir()
+    code, err = run_cli(recipes_main, ["copy", "cpu/gdpo", str(tmp_path / "locked")], capsys)
+    assert code == 2
+    assert_one_line_error(err, "gdpo recipes", [f"cannot write {tmp_path / 'locked' / 'config.yaml'}: {words}"])
+    assert list((tmp_path / "locked").iterdir()) == []  # no half file, no .partial
+
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def folder_without_test(tmp):
+    (tmp / "gsm8k").mkdir()
+    write_jsonl(tmp / "gsm8k" / "train.jsonl", [GOOD_ROW])
+    return str(tmp / "gsm8k")
+
+
+# (id, script, its arguments ({tmp}: the test's folder), the one line it answers with)
+SCRIPT_ROWS = [
+    ("study_data_missing", "smollm2_study.py", ["run", "--data", "{tmp}/nope.jsonl"],
+     "--data {tmp}/nope.jsonl: not a folder; give the GSM8K folder holding train.jsonl and test.jsonl"),
+    ("study_no_test_jsonl", "smollm2_study.py", ["run", "--data", "{tmp}/gsm8k"],
+     "--data {tmp}/gsm8k: no test.jsonl there (openai/grade-school-math's files: train.jsonl, test.jsonl)"),
+    ("study_workers_0", "smollm2_study.py", ["run", "--data", "{tmp}/gsm8k", "--workers", "0"],
+     "--workers 0: give 1 or more (jobs run at the same time)"),
+    ("study_threads_0", "smollm2_study.py", ["status", "--threads", "0"],
+     "--threads 0: give 1 or more, or leave it out (the CPU's cores / --workers)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("script", "argv", "line"), [r[1:] for r in SCRIPT_ROWS], ids=[r[0] for r in SCRIPT_ROWS])
+def test_a_script_checks_its_arguments_in_one_line_before_work(tmp_path, script, argv, line):
+    """Before: smollm2_study.py run gave a RuntimeError after 41 s (a missing data file, a folder without
+    test.jsonl) or a ZeroDivisionError (--workers 0)."""
+    import subprocess
+    import sys
+    import time
+
+    folder_without_test(tmp_path)
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    out = tmp_path / "out"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(SCRIPTS / script), *argv, "--out", str(out)], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == line.replace("{tmp}", str(tmp_path)) + "\n"
+    assert not out.exists() and time.monotonic() - started < 60  # nothing started

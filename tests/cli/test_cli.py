@@ -211,4 +211,5 @@ def test_uncached_hub_model_offline_is_refused_in_one_line(monkeypatch, tmp_path
     assert "\n" not in str(error.value)
     check_model_available_offline(str(tmp_path))  # a local folder passes
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr("gdpo_trl.run.offline.hub_unreachable", lambda model: None)  # the Hub answers
     check_model_available_offline("no-org/no-model")  # the Hub is on: from_pretrained will fetch it
