@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from gdpo_trl.trainer.reward_pipeline import silent_slices
+from gdpo_trl.trainer.reward_checks import CheckedReward
+from gdpo_trl.trainer.reward_pipeline import RewardWatch, silent_slices
+from tests.helpers.toy import parity_reward
 
 ROOT = Path(__file__).resolve().parents[2]
 NAN = math.nan
@@ -28,6 +30,23 @@ def test_the_process_whose_rows_are_all_nan_is_found_per_reward():
     rewards = torch.tensor([[1.0, NAN], [0.0, NAN], [NAN, 1.0], [NAN, NAN]])  # 2 processes x 2 rows, 2 rewards
     assert silent_slices(rewards, 2) == {0: [1], 1: [0]}
     assert silent_slices(torch.tensor([[NAN, 1.0], [NAN, 0.0]]), 2) == {0: [0]}  # one process: its batch
+
+
+def test_the_watch_warns_once_naming_the_process():
+    """What each of two processes decides from the gathered rows (the slow test below runs it for real)."""
+    import warnings
+
+    watch = RewardWatch([parity_reward, CheckedReward(silent_on_rank_1)], ["parity_reward", "silent_on_rank_1"])
+    rewards = torch.tensor([[1.0, 1.0], [0.0, 0.0], [1.0, NAN], [0.0, NAN]])  # 2 processes x 2 rows, 2 rewards
+    with pytest.warns(UserWarning) as caught:
+        watch.check_empty(rewards, 2, processes=2, warn=True)
+    prefix = "Reward function 'silent_on_rank_1' returned None/NaN for all 2 completions of a batch on process 1 of 2:"
+    assert len(caught) == 1 and str(caught[0].message).startswith(prefix)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        watch.check_empty(rewards, 2, processes=2, warn=True)  # once for the run
+        with watch.scoring():  # while scoring, the wrapper leaves it to the watch
+            assert watch.checked[1](completions=["a", "b"]) == [1.0, 1.0]
 
 
 @pytest.mark.slow  # two processes loading torch and TRL, one step of builtin:tiny
