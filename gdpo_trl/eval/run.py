@@ -1,7 +1,7 @@
 """The whole evaluation: load the problems and the model, generate, score, summarize, write.
 
 :func:`generate_and_score` is the one generate-decode-score loop of the package: ``gdpo eval`` and the warm start's
-measurement of its starting rewards (:func:`gdpo_trl.tasks.warmstart.measure_rewards`) both run it.
+measurement of its starting rewards (:func:`gdpo_trl.tasks.sft.measure_rewards`) both run it.
 """
 
 from __future__ import annotations

@@ -171,7 +171,7 @@ def load_agent_mix(n: int, seed: int = 0, split: str = "eval") -> datasets.Datas
     """``n`` rows, alternating shop episodes (``environment: shop``) and GSM8K-style problems (``arith``)."""
     import datasets
 
-    from gdpo_trl.tasks.warmstart import load_warmstart_dataset
+    from gdpo_trl.tasks.warmstart_data import load_warmstart_dataset
 
     shop = load_agent_task((n + 1) // 2, seed, split).to_list()
     arith = load_warmstart_dataset(n // 2, seed, split=split).to_list()

@@ -99,9 +99,9 @@ def sft_dataset(n: int, seed: int, tokenizer, recipe: AgentRecipe | None = None)
     rendered exactly as TRL renders it in RL (with the shop's tools for a shop row, none for an arith row)."""
     import datasets
 
+    from gdpo_trl.data.gsm8k import make_prompt as arith_prompt
     from gdpo_trl.tasks.traces import make_trace as arith_trace
-    from gdpo_trl.tasks.warmstart import Recipe, warmstart_problems
-    from gdpo_trl.tasks.warmstart import make_prompt as arith_prompt
+    from gdpo_trl.tasks.warmstart_data import Recipe, warmstart_problems
 
     recipe = recipe or AgentRecipe()
     rng = random.Random(seed)
@@ -132,7 +132,7 @@ def train_agent_warmstart(path, seed: int = 0, recipe: AgentRecipe | None = None
     import torch
 
     from gdpo_trl.models.tiny import build_model
-    from gdpo_trl.tasks.warmstart import train_sft
+    from gdpo_trl.tasks.sft import train_sft
 
     recipe = recipe or AgentRecipe()
     torch.manual_seed(seed)
@@ -144,7 +144,7 @@ def train_agent_warmstart(path, seed: int = 0, recipe: AgentRecipe | None = None
 
 def build_agent_warmstart(path, seed: int = 0, recipe: AgentRecipe | None = None, *, measure: bool = True):
     """Train the warm start into ``path`` and record it (``warmstart.json``: recipe, build time)."""
-    from gdpo_trl.tasks.warmstart import build_and_record
+    from gdpo_trl.tasks.sft import build_and_record
 
     # Its starting rewards come from a multi-turn rollout (gdpo eval --dataset agent), not the GSM8K measurement.
     return build_and_record(path, seed, recipe or AgentRecipe(), train_agent_warmstart, measure=False)

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from gdpo_trl.data.gsm8k import make_prompt
 from gdpo_trl.models.build_cli import build_parser, start_build
+from gdpo_trl.tasks.sft import train_sft
 from gdpo_trl.tasks.traces import TraceMix, gold_answer, make_trace
-from gdpo_trl.tasks.warmstart import Recipe, train_sft, warmstart_problems
+from gdpo_trl.tasks.warmstart_data import Recipe, warmstart_problems
 
 STEP_ERRORS = (1, 2, 3)
 OPERATIONS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a // b}

@@ -49,7 +49,7 @@ class QwenRecipe:
 
     def problems(self):
         """The :class:`gdpo_trl.tasks.warmstart.Recipe` that draws the same problems and traces."""
-        from gdpo_trl.tasks.warmstart import Recipe
+        from gdpo_trl.tasks.warmstart_data import Recipe
 
         return Recipe(templates=self.templates, max_factor=self.max_factor, mix=self.mix)
 
@@ -57,7 +57,7 @@ class QwenRecipe:
 def tokenized_examples(tokenizer, n: int, seed: int, recipe: QwenRecipe) -> list[tuple[list[int], list[int]]]:
     """``n`` (prompt ids, completion ids) pairs: the RL prompt as the chat template renders it for generation, and
     one flawed trace followed by ``<|im_end|>`` (where generation should stop)."""
-    from gdpo_trl.tasks.warmstart import sft_dataset
+    from gdpo_trl.tasks.warmstart_data import sft_dataset
 
     dataset = sft_dataset(n, seed, recipe.problems())
     examples = []
@@ -128,7 +128,7 @@ def train(path: str | Path, seed: int = 0, recipe: QwenRecipe | None = None) -> 
 
 def build(path: str | Path, seed: int = 0, recipe: QwenRecipe | None = None, *, measure: bool = True) -> Path:
     """Train into ``path``; record the recipe, build time and (with ``measure``) starting rewards in warmstart.json."""
-    from gdpo_trl.tasks.warmstart import build_and_record
+    from gdpo_trl.tasks.sft import build_and_record
 
     recipe = recipe or QwenRecipe()
     return build_and_record(path, seed, recipe, train, measure=measure, problems=recipe.problems())

@@ -36,7 +36,7 @@ _CALCULATOR_NOTE = re.compile(r"<<[^>]*>>")
 
 @dataclass(frozen=True)
 class SmolSFTRecipe:
-    """The SFT's settings (what :func:`gdpo_trl.tasks.warmstart.sft_config` reads)."""
+    """The SFT's settings (what :func:`gdpo_trl.tasks.sft.sft_config` reads)."""
 
     steps: int = 20
     batch_size: int = 8
@@ -143,7 +143,7 @@ def build(out: Path, data: Path, seed: int = 0, recipe: SmolSFTRecipe | None = N
     from gdpo_trl.core.plugins import resolve_model
     from gdpo_trl.models.shipped import file_sha256, machine
     from gdpo_trl.models.smollm2 import adapter_sha256
-    from gdpo_trl.tasks.warmstart import sft_config
+    from gdpo_trl.tasks.sft import sft_config
 
     recipe = recipe or SmolSFTRecipe()
     start = time.perf_counter()

@@ -17,7 +17,7 @@ def _synthetic(split, size, seed, config, path):
 
 
 def _warmstart(split, size, seed, config, path):
-    from gdpo_trl.tasks.warmstart import load_warmstart_dataset
+    from gdpo_trl.tasks.warmstart_data import load_warmstart_dataset
 
     # The warm start's held-out problems (its "eval" split) for RL and evaluation alike: none was an SFT example.
     return load_warmstart_dataset(generated_size(size), generated_seed(seed, split), split="eval")

@@ -190,7 +190,7 @@ def build_toolcall_warmstart(path: str | Path, seed: int = 0, recipe: ToolcallRe
     from trl import SFTTrainer
 
     from gdpo_trl.models.tiny import build_model, build_tokenizer
-    from gdpo_trl.tasks.warmstart import sft_config
+    from gdpo_trl.tasks.sft import sft_config
 
     start = time.perf_counter()
     recipe = recipe or ToolcallRecipe()

@@ -23,7 +23,8 @@ from pathlib import Path
 from gdpo_trl.models.build_cli import builder_main
 from gdpo_trl.models.builtins import _build_id, _cached_build, _run_isolated, cache_dir
 from gdpo_trl.models.tiny import ARCHITECTURES
-from gdpo_trl.tasks.warmstart import Recipe, build_warmstart
+from gdpo_trl.tasks.warmstart import build_warmstart
+from gdpo_trl.tasks.warmstart_data import Recipe
 
 NAME = "vllm_warmstart"
 ARCHITECTURE = "vllm"

@@ -57,7 +57,7 @@ def warm_start_recipe(name: str):
         from gdpo_trl.tasks.agent_warmstart import AgentRecipe
 
         return AgentRecipe()
-    from gdpo_trl.tasks.warmstart import Recipe
+    from gdpo_trl.tasks.warmstart_data import Recipe
 
     return Recipe()
 

@@ -39,7 +39,8 @@ def test_equations_score_the_warm_start_traces():
     import random
 
     from gdpo_trl.rewards.equations import equations_reward
-    from gdpo_trl.tasks.warmstart import make_trace, warmstart_problems
+    from gdpo_trl.tasks.traces import make_trace
+    from gdpo_trl.tasks.warmstart_data import warmstart_problems
 
     rng = random.Random(0)
     traces = [make_trace(row, rng)[0] for row in warmstart_problems(20)]

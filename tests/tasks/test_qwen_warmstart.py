@@ -18,7 +18,7 @@ def tokenizer(model_cache):
 
 
 def test_examples_are_the_rl_prompt_then_the_trace_and_eos(tokenizer):
-    from gdpo_trl.tasks.warmstart import sft_dataset
+    from gdpo_trl.tasks.warmstart_data import sft_dataset
 
     recipe = QwenRecipe()
     examples = tokenized_examples(tokenizer, 4, 0, recipe)

@@ -17,19 +17,9 @@ import pytest
 from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.models.tiny import SPECIAL_TOKENS, TAGS, build_tokenizer, save_tiny_model
 from gdpo_trl.rewards.gsm8k import correctness_reward, format_reward, integer_reward
-from gdpo_trl.tasks.warmstart import (
-    FORMAT_BREAKS,
-    NON_INTEGER_STYLES,
-    Recipe,
-    TraceMix,
-    gold_answer,
-    make_trace,
-    measure_rewards,
-    reasoning,
-    sft_dataset,
-    warmstart_problems,
-    weights_checksum,
-)
+from gdpo_trl.tasks.sft import measure_rewards, weights_checksum
+from gdpo_trl.tasks.traces import FORMAT_BREAKS, NON_INTEGER_STYLES, TraceMix, gold_answer, make_trace, reasoning
+from gdpo_trl.tasks.warmstart_data import Recipe, sft_dataset, warmstart_problems
 
 BAND = (0.2, 0.7)  # every starting reward must leave RL room to move in both directions
 ROWS = warmstart_problems(2000, seed=0)
