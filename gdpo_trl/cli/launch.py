@@ -18,6 +18,7 @@ printed once, whichever process met it (:mod:`gdpo_trl.cli.run_records`).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -172,6 +173,39 @@ def check_launch_options(launch: list[str]) -> None:
         check_fsdp_has_accelerator()
     if str(config.get("distributed_type", "")).upper() == "DEEPSPEED" or "--use_deepspeed" in launch:
         check_deepspeed_installed(launch)
+
+
+def launch_engine(launch: list[str]) -> tuple[str | None, int | None]:
+    """The engine ``launch`` runs the processes under, as its flags and accelerate config say: ``("deepspeed",
+    ZeRO stage or None where neither says)``, ``("fsdp", None)`` or ``(None, None)``."""
+    config = read_accelerate_config(launch)
+    kind = str(config.get("distributed_type", "")).upper()
+    if kind == "FSDP" or "--use_fsdp" in launch:
+        return "fsdp", None
+    if kind != "DEEPSPEED" and "--use_deepspeed" not in launch:
+        return None, None
+    settings = config.get("deepspeed_config") if isinstance(config.get("deepspeed_config"), dict) else {}
+    stage = option_value(launch, "--zero_stage") or settings.get("zero_stage")
+    file = option_value(launch, "--deepspeed_config_file") or settings.get("deepspeed_config_file")
+    if stage is None and file:
+        try:
+            stage = json.loads(Path(file).read_text(encoding="utf-8")).get("zero_optimization", {}).get("stage")
+        except (OSError, ValueError, AttributeError):
+            stage = None
+    try:
+        return "deepspeed", int(str(stage)) if stage is not None else None
+    except ValueError:
+        return "deepspeed", None
+
+
+def check_engine_settings(launch: list[str], training_args) -> None:
+    """Recipe settings the launch's engine cannot run, before any process starts (the trainer said so only after
+    the model loaded: 91 s into a ZeRO-2 run, with ZeRO-3's reason)."""
+    from gdpo_trl.trainer.lora_generation import engine_refusal
+
+    if getattr(training_args, "merge_lora_for_generation", False):
+        if refusal := engine_refusal(*launch_engine(launch)):
+            raise InputError(refusal)
 
 
 def check_deepspeed_installed(launch: list[str]) -> None:

@@ -61,11 +61,12 @@ def main(argv: list[str] | None = None) -> None:
 def launch(request: TrainRequest) -> None:
     """Check the launch options and the recipe as each process will parse it (so a mistake fails once, in one
     line, before any process starts), then start them under ``accelerate launch``."""
-    from gdpo_trl.cli.launch import check_launch_options, launch_training, recipe_precision
+    from gdpo_trl.cli.launch import check_engine_settings, check_launch_options, launch_training, recipe_precision
     from gdpo_trl.cli.model_card import COMMAND_ENV
 
     check_launch_options(request.launch)  # a bad count, port or accelerate config: one line before anything starts
     training_args = check_before_launch(request.recipe_argv, request.recipe, request.processes or accelerator_count())
+    check_engine_settings(request.launch, training_args)  # e.g. merge_lora_for_generation under DeepSpeed
     os.environ[COMMAND_ENV] = shlex.join(["gdpo", "train", *request.argv])  # for the model card the processes write
     try:
         launch_training(request.recipe_argv, recipe_precision(request.launch, training_args), training_args.output_dir)

@@ -30,20 +30,48 @@ def lora_layers(model: torch.nn.Module) -> list:
     return [module for module in model.modules() if isinstance(module, LoraLayer) and not module.merged]
 
 
+def engine_refusal(engine: str | None, zero_stage: int | None = None) -> str | None:
+    """Why ``merge_lora_for_generation`` cannot run under ``engine`` (``"deepspeed"`` with its ZeRO ``zero_stage``,
+    ``"fsdp"``), or None (one process, or DDP). Said before the processes start (:mod:`gdpo_trl.cli.launch`) and again
+    by the trainer; ZeRO-1 and ZeRO-2 keep whole weights on every process, so the reason there is not sharding."""
+    head = "merge_lora_for_generation=true"
+    fix = "drop merge_lora_for_generation (it is meant for one CPU or GPU process, or DDP: --accelerate_config ddp)"
+    if engine == "fsdp" or (engine == "deepspeed" and zero_stage is not None and zero_stage >= 3):
+        where = "FSDP" if engine == "fsdp" else f"DeepSpeed ZeRO-{zero_stage}"
+        return f"{head} needs each process to hold whole weights; under {where} they are sharded: {fix}."
+    if engine == "deepspeed" and zero_stage is None:
+        return f"{head} is refused under DeepSpeed (whose ZeRO stage is not known here): {fix}."
+    if engine == "deepspeed":
+        return (
+            f"{head} is not checked under DeepSpeed ZeRO-{zero_stage}: the weights stay whole on each process there "
+            "(only ZeRO-3 shards them), but DeepSpeed's engine wraps the model and keeps the adapters in its own "
+            f"flattened buffers, and the merge and its restore are tested without it: {fix}."
+        )
+    return None
+
+
 def check_merge_for_generation(model: torch.nn.Module, sharded: bool) -> None:
-    """``merge_lora_for_generation`` needs LoRA layers to merge and whole weights on this process."""
+    """``merge_lora_for_generation`` needs LoRA layers to merge and no DeepSpeed or FSDP engine (``sharded``: either
+    is on; the reason names which, from accelerate's state)."""
     from gdpo_trl.core.errors import InputError
 
     if sharded:
-        raise InputError(
-            "merge_lora_for_generation=true needs each process to hold whole weights; under DeepSpeed or FSDP they "
-            "are sharded: drop merge_lora_for_generation (it is meant for one CPU or GPU process)."
-        )
+        raise InputError(engine_refusal(*running_engine()))
     if not lora_layers(model):
         raise InputError(
             "merge_lora_for_generation=true, but the model has no LoRA layer to merge: set lora_r (and "
             "lora_target_modules) to train LoRA adapters, or drop merge_lora_for_generation."
         )
+
+
+def running_engine() -> tuple[str, int | None]:
+    """``("deepspeed", ZeRO stage)`` or ``("fsdp", None)``, from accelerate's state of this process."""
+    from accelerate.state import AcceleratorState
+
+    plugin = getattr(AcceleratorState(), "deepspeed_plugin", None)
+    if plugin is None:
+        return "fsdp", None
+    return "deepspeed", getattr(plugin, "zero_stage", None)
 
 
 @contextmanager

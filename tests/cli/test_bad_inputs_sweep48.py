@@ -187,3 +187,39 @@ def test_a_script_checks_its_arguments_in_one_line_before_work(tmp_path, script,
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == line.replace("{tmp}", str(tmp_path)) + "\n"
     assert not out.exists() and time.monotonic() - started < 60  # nothing started
+
+
+LORA = {"use_peft": True, "lora_r": 4, "lora_target_modules": ["q_proj", "v_proj"], "merge_lora_for_generation": True}
+# (id, launch flags, the one line's words)
+ENGINE_ROWS = [
+    ("merge_lora_zero2", ["--accelerate_config", "zero2"],
+     ["merge_lora_for_generation=true is not checked under DeepSpeed ZeRO-2", "the weights stay whole",
+      "only ZeRO-3 shards them", "drop merge_lora_for_generation"]),
+    ("merge_lora_zero2_flag", ["--use_deepspeed", "--zero_stage", "1"], ["not checked under DeepSpeed ZeRO-1"]),
+    ("merge_lora_zero3", ["--accelerate_config", "zero3"],
+     ["needs each process to hold whole weights; under DeepSpeed ZeRO-3 they are sharded"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("launch", "words"), [r[1:] for r in ENGINE_ROWS], ids=[r[0] for r in ENGINE_ROWS])
+def test_merge_lora_under_deepspeed_is_refused_before_any_process_starts(tmp_path, capsys, monkeypatch, launch, words):
+    """Before: refused by the trainer after the model loaded (91 s), with ZeRO-3's reason under ZeRO-2 too."""
+    import gdpo_trl.cli.launch as launch_module
+
+    monkeypatch.setattr(launch_module, "launch_training", lambda *args: pytest.fail("a process was started"))
+    flags = [*launch, "--num_processes", "2", "--main_process_port", "29999"]
+    check_train_rejects(tmp_path, capsys, monkeypatch, LORA, flags, None, words)
+
+
+def test_the_trainer_gives_the_engine_s_own_reason(monkeypatch):
+    """The same line from the trainer, for a run started some other way (accelerate launch -m gdpo_trl.cli.train)."""
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.trainer import lora_generation
+
+    for engine, stage, words in [("deepspeed", 2, "not checked under DeepSpeed ZeRO-2"),
+                                 ("deepspeed", 3, "under DeepSpeed ZeRO-3 they are sharded"),
+                                 ("fsdp", None, "under FSDP they are sharded")]:  # fmt: skip
+        monkeypatch.setattr(lora_generation, "running_engine", lambda e=engine, s=stage: (e, s))
+        with pytest.raises(InputError, match=words):
+            lora_generation.check_merge_for_generation(None, sharded=True)
+    assert lora_generation.engine_refusal(None) is None  # one process or DDP: merged
