@@ -163,6 +163,14 @@ class GDPOConfig(GRPOConfig):
             "choices": list(CPU_DTYPES),
         },
     )
+    cpu_threads: int | None = field(
+        default=None,
+        metadata={
+            "help": "Intra-op CPU threads for torch (`torch.set_num_threads`), set when GDPOTrainer is built; "
+            "default: torch's choice (one per core). The CPU recipes use 1: a small model gains nothing from more, "
+            "and on a busy machine threads waiting for each other made it many times slower."
+        },
+    )
     merge_lora_for_generation: bool = field(
         default=False,
         metadata={
@@ -192,6 +200,8 @@ class GDPOConfig(GRPOConfig):
         self.reward_weights = as_weights(self.reward_weights, "reward_weights")
         self.reward_weights_final = as_weights(self.reward_weights_final, "reward_weights_final")
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
+        if self.cpu_threads is not None and not (isinstance(self.cpu_threads, int) and self.cpu_threads >= 1):
+            raise InputError(f"cpu_threads={self.cpu_threads}: must be at least 1 (leave it unset for torch's choice).")
         on_cpu = trains_on_cpu(self)
         if self.cpu_dtype is not None and on_cpu:
             dtype = cpu_dtype_choice(self.cpu_dtype)[0]  # the weights load in it and autocast computes in it

@@ -104,14 +104,6 @@ class GDPOScriptArguments(ScriptArguments):
         default=None,
         metadata={"help": "Keep only the first N training examples (quick runs and debugging). Default: all."},
     )
-    cpu_threads: int | None = field(
-        default=None,
-        metadata={
-            "help": "Intra-op CPU threads for torch (`torch.set_num_threads`); default: torch's choice. The CPU "
-            "recipe uses 1: a tiny model gains nothing from more, and on a busy machine threads waiting for each "
-            "other made it many times slower."
-        },
-    )
 
     def __post_init__(self):  # TRL's ScriptArguments has none of its own
         check_script_args(self)

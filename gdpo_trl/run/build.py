@@ -62,8 +62,8 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     # 1. Rewards and the output folder first: a misspelled name or an earlier run in the way fails in a second.
     check_recipe(script_args, training_args, model_args)  # ranges, JSON fields, weight counts, vLLM installed
     fit_to_machine(training_args, model_args)  # a GPU recipe on a CPU: sdpa for flash-attn, absent trackers left out
-    if script_args.cpu_threads is not None:  # the recipe's `env:` is read after torch is imported: too late for OMP
-        torch.set_num_threads(script_args.cpu_threads)
+    if training_args.cpu_threads is not None:  # the recipe's `env:` is read after torch is imported: too late for OMP
+        torch.set_num_threads(training_args.cpu_threads)
     set_seed(training_args.seed)
     reward_funcs = build_reward_funcs(script_args) if reward_funcs is None else reward_funcs
     check_rewards(reward_funcs, training_args)
