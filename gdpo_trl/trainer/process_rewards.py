@@ -105,6 +105,7 @@ class ProcessRewardSlot:
         self.steps: list[Steps] | None = None
         self.texts: list[str] | None = None
         self.warned_empty = False
+        self.local_warning = True  # False while GDPOTrainer's RewardWatch warns from every process's rows
 
     def __call__(self, completions, **kwargs):
         texts = [completion_text(c) for c in completions]
@@ -116,16 +117,17 @@ class ProcessRewardSlot:
         except BaseException as error:  # noqa: BLE001 - re-raised with the function's name
             raise reward_error(self.__name__, error, kind="Process reward") from error
         self.steps, self.texts = check_process_output(output, texts, self.__name__), texts
-        if texts and not any(self.steps) and not self.warned_empty:  # as outcome rewards warn (reward_checks)
+        if texts and not any(self.steps) and self.local_warning and not self.warned_empty:  # as outcome rewards
             self.warned_empty = True
-            warnings.warn(
-                f"Process reward '{self.__name__}' scored no step in any of the {len(texts)} completions of a batch: "
-                "it adds nothing to that batch's advantages. If it should apply, check the completions' format. "
-                "Warned once.",
-                UserWarning,
-                stacklevel=2,
-            )
+            warnings.warn(self.empty_warning(len(texts)), UserWarning, stacklevel=2)
         return [sum(s for _, s in steps) / len(steps) if steps else None for steps in self.steps]
+
+    def empty_warning(self, count: int, where: str = "") -> str:
+        """The warning for a batch of ``count`` completions (``where``: on which process) without a scored step."""
+        return (
+            f"Process reward '{self.__name__}' scored no step in any of the {count} completions of a batch{where}: it "
+            "adds nothing to that batch's advantages. If it should apply, check the completions' format. Warned once."
+        )
 
     def take(self) -> tuple[list[Steps], list[str]]:
         """This call's steps and texts, cleared so a stale batch can never be used twice."""

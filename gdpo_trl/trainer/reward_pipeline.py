@@ -10,9 +10,10 @@
    before the model loads (:func:`gdpo_trl.run.checks.check_rewards`), and ``GDPOTrainer`` runs it once.
 3. :class:`RewardWatch` settles, after each batch and on every process alike, what the gathered rewards say (as
    :class:`~gdpo_trl.trainer.tool_watch.ToolWatch` does for tools): a reward that returned None/NaN for a whole
-   process's batch (warned once, naming the process: issue 31) and a reward with no spread in any group for
-   :data:`SILENT_BATCHES` training batches in a row (issue 40). A reward still running is named while it runs, by
-   its wrapper's thread: a notice after the batch would come too late for a reward that never returns.
+   process's batch, or a process reward that scored no step in it (warned once, naming the process: issue 31), and a
+   reward with no spread in any group for :data:`SILENT_BATCHES` training batches in a row (issue 40). A reward still
+   running is named while it runs, by its wrapper's thread: a notice after the batch would come too late for a
+   reward that never returns.
 
 Why gathered: under N processes each process calls a reward on its own share of the batch and only the main process's
 warnings reach the console, so a reward silent on rank 1 alone went unreported. TRL 1.16's ``_calculate_rewards``
@@ -98,7 +99,7 @@ class RewardWatch:
 
     def __init__(self, funcs: list, names: list[str]):
         self.names = list(names)
-        self.checked = {k: f for k, f in enumerate(funcs) if isinstance(f, CheckedReward)}
+        self.checked = {k: f for k, f in enumerate(funcs) if isinstance(f, (CheckedReward, ProcessRewardSlot))}
         self.streak = [0] * len(self.names)  # training batches in a row without spread, per reward
 
     @contextmanager
@@ -121,7 +122,8 @@ class RewardWatch:
             self.check_spread(rewards, num_generations, warn=accelerator.is_main_process)
 
     def check_empty(self, rewards: torch.Tensor, per_process: int, processes: int, warn: bool) -> None:
-        """Each checked reward whose rows of some process were all None/NaN, warned once for the run."""
+        """Each checked reward whose rows of some process were all None/NaN (a process reward: no step scored),
+        warned once for the run."""
         for column, ranks in silent_slices(rewards, per_process).items():
             func = self.checked.get(column)
             if func is None or func.warned_empty:
@@ -129,7 +131,11 @@ class RewardWatch:
             func.warned_empty = True  # on every process, so that none warns later
             if warn:
                 where = "" if processes == 1 else f" on process {ranks[0]} of {processes}"
-                warnings.warn(empty_warning(func.__name__, per_process, where), UserWarning, stacklevel=3)
+                if isinstance(func, ProcessRewardSlot):
+                    message = func.empty_warning(per_process, where)
+                else:
+                    message = empty_warning(func.__name__, per_process, where)
+                warnings.warn(message, UserWarning, stacklevel=3)
 
     def check_spread(self, rewards: torch.Tensor, num_generations: int, warn: bool) -> None:
         """Count, per reward, the training batches in a row in which it had no spread; warn once per silent

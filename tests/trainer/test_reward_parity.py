@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from gdpo_trl.rewards.process import process_reward
+from gdpo_trl.trainer.process_rewards import ProcessRewardSlot
 from gdpo_trl.trainer.reward_checks import CheckedReward
 from gdpo_trl.trainer.reward_pipeline import RewardWatch, silent_slices
 from tests.helpers.toy import parity_reward
@@ -36,12 +38,18 @@ def test_the_watch_warns_once_naming_the_process():
     """What each of two processes decides from the gathered rows (the slow test below runs it for real)."""
     import warnings
 
-    watch = RewardWatch([parity_reward, CheckedReward(silent_on_rank_1)], ["parity_reward", "silent_on_rank_1"])
-    rewards = torch.tensor([[1.0, 1.0], [0.0, 0.0], [1.0, NAN], [0.0, NAN]])  # 2 processes x 2 rows, 2 rewards
+    steps = ProcessRewardSlot(process_reward(lambda completions, **kwargs: [None] * len(completions)), "steps")
+    funcs = [parity_reward, CheckedReward(silent_on_rank_1), steps]
+    watch = RewardWatch(funcs, ["parity_reward", "silent_on_rank_1", "steps"])
+    rewards = torch.tensor(
+        [[1.0, 1.0, 1.0], [0.0, 0.0, NAN], [1.0, NAN, NAN], [0.0, NAN, NAN]]
+    )  # 2 processes x 2 rows
     with pytest.warns(UserWarning) as caught:
         watch.check_empty(rewards, 2, processes=2, warn=True)
-    prefix = "Reward function 'silent_on_rank_1' returned None/NaN for all 2 completions of a batch on process 1 of 2:"
-    assert len(caught) == 1 and str(caught[0].message).startswith(prefix)
+    assert [str(w.message).split(":")[0] for w in caught] == [
+        "Reward function 'silent_on_rank_1' returned None/NaN for all 2 completions of a batch on process 1 of 2",
+        "Process reward 'steps' scored no step in any of the 2 completions of a batch on process 1 of 2",
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         watch.check_empty(rewards, 2, processes=2, warn=True)  # once for the run
