@@ -17,8 +17,8 @@ import shutil
 from pathlib import Path
 
 from gdpo_trl.eval.scoring import summarize
-from gdpo_trl.results.seed_study import read_logs, write_logs
 from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
+from gdpo_trl.results.study_files import read_logs, write_logs
 
 STUDY = "smollm2_gdpo_grpo"
 # What ran every job (each run's own train and eval commands are in its log beside it, outputs/smollm2_gdpo_grpo/).

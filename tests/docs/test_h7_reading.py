@@ -7,16 +7,16 @@ not hold under Holm; with all ten seeds it would. Both recomputed here from the 
 import pytest
 
 from tests.helpers.figure_study_sources import AT_STOP
-from tests.helpers.studies import LOGS, seed_study
+from tests.helpers.studies import LOGS, study_files, study_tables
 
 
 def _comparisons(task: str, seeds) -> dict:
     """Per (reward, baseline), GD2PO's comparison and its Holm-adjusted p over the task's comparisons but total."""
     from gdpo_trl.results import stats
 
-    study = seed_study()
-    runs = [r for r in study.logged_study(study.read_logs(LOGS / f"{task}.json.gz")) if r[1] in seeds]
-    rows = study.study_rows(task, runs, tail=10, total=False)
+    files = study_files()
+    runs = [r for r in files.logged_study(files.read_logs(LOGS / f"{task}.json.gz")) if r[1] in seeds]
+    rows = study_tables().study_rows(task, runs, tail=10, total=False)
     rewards = sorted({r["reward"] for r in rows})
     found = [stats.compare(rows, reward, "gd2po", other) for reward in rewards for other in ("grpo", "gdpo")]
     adjusted = stats.holm_adjusted([c.welch.p for c in found])

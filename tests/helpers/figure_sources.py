@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from tests.helpers.doc_figures import numbers
-from tests.helpers.studies import LOGGED, LOGS, PILOTS, RESULTS, ROOT, STUDIES, seed_study
+from tests.helpers.studies import LOGGED, LOGS, PILOTS, RESULTS, ROOT, STUDIES, seed_study, study_files, study_tables
 
 GENERATED = [f"docs/results/{task}.md" for task in STUDIES] + [f"docs/results/{t}.md" for t in PILOTS if t in LOGGED]
 GENERATED.append("docs/results/smollm2_gdpo_grpo.md")  # study H8: tests/scripts/test_smollm2_study.py regenerates it
@@ -70,17 +70,17 @@ def every_study(tmp):
 def compare_demo(tmp):
     """`gdpo compare`'s table from its committed runs (the same code path as --skip-training), and the GDPO runs'
     signal diagnostics (zero-std fractions, distinct advantages per group)."""
-    study_script = seed_study()
+    files = study_files()
     logs = LOGS / "compare.json.gz"
     assert logs.is_file(), "docs/results/logs/compare.json.gz is missing: the raw data of the gdpo compare table"
-    data = study_script.read_logs(logs)
-    out = study_script.materialize_logs(data, Path(tmp) / "compare")
+    data = files.read_logs(logs)
+    out = files.materialize_logs(data, Path(tmp) / "compare")
     from gdpo_trl.cli import compare
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         compare.main(["--skip_training", "--output_dir", str(out)])
     table = (out / "comparison.md").read_text(encoding="utf-8")
-    return table + "\n" + study_script.diagnostics_table(study_script.logged_study(data))
+    return table + "\n" + study_tables().diagnostics_table(files.logged_study(data))
 
 
 def eval_demo(tmp):

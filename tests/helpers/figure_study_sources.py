@@ -13,14 +13,14 @@ import subprocess
 from pathlib import Path
 
 from tests.helpers.figure_sources import regenerated
-from tests.helpers.studies import LOGGED, LOGS, RESULTS, ROOT, STUDIES, seed_study
+from tests.helpers.studies import LOGGED, LOGS, RESULTS, ROOT, STUDIES, seed_study, study_files
 
 
 def first_steps(task: str):
     """Each reward's mean over a study's runs at their first logged step (what its first steps scored)."""
 
     def source(tmp):
-        runs = seed_study().read_logs(LOGS / f"{task}.json.gz")["runs"].values()
+        runs = study_files().read_logs(LOGS / f"{task}.json.gz")["runs"].values()
         firsts = [next(e for e in log if "loss" in e) for log in runs]
         keys = sorted({k for e in firsts for k in e if k.startswith("rewards/") and k.endswith("/mean")})
         return [sum(e[k] for e in firsts) / len(firsts) for k in keys]
@@ -47,7 +47,7 @@ def lengths(task: str):
     run, then per method."""
 
     def source(tmp):
-        runs = seed_study().read_logs(LOGS / f"{task}.json.gz")["runs"]
+        runs = study_files().read_logs(LOGS / f"{task}.json.gz")["runs"]
         found = []
         for prefix in ("", "grpo-", "grpo_no_std-", "gdpo-"):
             steps = [[e for e in log if "loss" in e] for name, log in runs.items() if name.startswith(prefix)]
@@ -83,7 +83,7 @@ def runtime_rows(tmp):
     for hypothesis, task, _ in summary.STUDIES:
         if task not in LOGGED:
             continue
-        steps = re.search(r"--steps (\d+)", seed_study().read_logs(LOGS / f"{task}.json.gz")["command"])[1]
+        steps = re.search(r"--steps (\d+)", study_files().read_logs(LOGS / f"{task}.json.gz")["command"])[1]
         cells = [c.strip() for c in regenerated(task, tmp).split("| all |")[1].splitlines()[0].strip(" |").split("|")]
         runs, spread, mean, total = cells
         rows.append(f"| `{task}` | {hypothesis} | {runs} | {steps} | {total} min | {spread} s, {mean} s |")
@@ -126,7 +126,7 @@ def conflict_shares(tmp):
 
     found = []
     for task, stop in AT_STOP.items():
-        runs = seed_study().logged_study(seed_study().read_logs(LOGS / f"{task}.json.gz"))
+        runs = study_files().logged_study(study_files().read_logs(LOGS / f"{task}.json.gz"))
         for seeds in (stop, range(10)):
 
             def mean(method, key, seeds=seeds, runs=runs):

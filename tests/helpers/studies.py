@@ -53,3 +53,17 @@ def seed_study():
     from gdpo_trl.results import seed_study
 
     return seed_study
+
+
+def study_files():
+    """The module that reads a study's runs and its committed raw logs (imported when asked for, as above)."""
+    from gdpo_trl.results import study_files
+
+    return study_files
+
+
+def study_tables():
+    """The module that makes a study's tables (imported when asked for, as above)."""
+    from gdpo_trl.results import study_tables
+
+    return study_tables

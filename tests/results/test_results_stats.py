@@ -8,7 +8,18 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.results import stats as rs
-from tests.helpers.studies import LOGGED, LOGS, OTHER_LOGS, OTHER_STUDIES, PILOTS, RESULTS, RUNS, STUDIES, seed_study
+from tests.helpers.studies import (
+    LOGGED,
+    LOGS,
+    OTHER_LOGS,
+    OTHER_STUDIES,
+    PILOTS,
+    RESULTS,
+    RUNS,
+    STUDIES,
+    seed_study,
+    study_files,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -195,7 +206,7 @@ def test_every_study_has_rows_tables_and_logs():
     )
     assert sorted(p.name for p in LOGS.glob("*.json.gz")) == sorted(f"{t}.json.gz" for t in [*LOGGED, *OTHER_LOGS])
     for task in LOGGED:
-        logs = seed_study().read_logs(LOGS / f"{task}.json.gz")
+        logs = study_files().read_logs(LOGS / f"{task}.json.gz")
         # the command that made the runs: `gdpo compare` (older studies ran it as `python -m gdpo_trl.cli.compare`)
         assert logs["task"] == task and re.search(r"gdpo compare|gdpo_trl\.cli\.compare", logs["command"]), task
         assert len(logs["runs"]) == (2 if task in PILOTS else RUNS.get(task, 30)), task
