@@ -80,7 +80,8 @@ class GDPOConfig(GRPOConfig):
 
         reward_timeout (`float`, *optional*, defaults to `600`):
             Seconds one call of a reward function may take (sync or async) before training stops with an error
-            naming it, instead of hanging forever. `None` or `0` waits without limit.
+            naming it, instead of hanging forever: a reward that never returns holds the run this long (10 minutes by
+            default). `None` or `0` waits without limit.
         tool_timeout (`float`, *optional*, defaults to `60`):
             Seconds one call of a tool (an environment's method, or a function in `tools`) may take before it is
             abandoned: the call counts as failed and the model reads the timeout as the tool's result (TRL feeds a
@@ -143,7 +144,8 @@ class GDPOConfig(GRPOConfig):
         default=600.0,
         metadata={
             "help": "Seconds one call of a reward function may take (sync or async) before training stops with an "
-            "error naming it, instead of hanging. 0 or null: no limit."
+            "error naming it, instead of hanging: a reward that never returns holds the run this long. 0 or null: no "
+            "limit."
         },
     )
     tool_timeout: float | None = field(

@@ -32,7 +32,8 @@ class GDPOScriptArguments(ScriptArguments):
         default_factory=lambda: ["format", "correctness", "integer"],
         metadata={
             "help": "Reward functions, in order (their weights follow the same order in `reward_weights`): registry "
-            "names ('format', 'correctness', 'integer') or dotted import paths such as 'my_pkg.rewards.my_fn'."
+            "names ('format', 'correctness', 'integer'), import paths ('my_pkg.rewards.my_fn', a module in the current "
+            "folder included) or a file and a function ('path/to/rewards.py:my_fn')."
         },
     )
     reward_kwargs: dict[str, Any] | str | None = field(
