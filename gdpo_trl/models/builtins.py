@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from gdpo_trl.models.build_lock import build_lock as _build_lock  # waits, saying for what and how long
+from gdpo_trl.models.shipped import file_sha256
 from gdpo_trl.models.tiny import ARCHITECTURES, BUILD_VERSION, CHAT_TEMPLATE, SPECIAL_TOKENS, TAGS, save_tiny_model
 from gdpo_trl.storage.safe_write import os_error_in, write_error, write_text_whole
 from gdpo_trl.storage.weight_files import model_folder_problem
@@ -50,18 +51,9 @@ def hashed_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and (p.name == "config.json" or p.name.endswith(weights)))
 
 
-def stream_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes, read 8 MB at a time (a converted model is 538 MB)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(8 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def record_hashes(folder: Path) -> None:
     """Write :data:`HASHES` for ``folder``'s :func:`hashed_files`."""
-    record = {p.name: stream_sha256(p) for p in hashed_files(folder)}
+    record = {p.name: file_sha256(p) for p in hashed_files(folder)}
     write_text_whole(folder / HASHES, json.dumps(record, indent=2, sort_keys=True) + "\n", "model cache record")
 
 
@@ -94,7 +86,7 @@ def cache_problem(target: Path) -> str | None:
     if extra := sorted(set(found) - set(recorded)):
         return f"{', '.join(extra)} not in its {HASHES}"
     for name, path in found.items():
-        if stream_sha256(path) != recorded[name]:
+        if file_sha256(path) != recorded[name]:
             return f"{name} does not hash as recorded when it was built"
     _checked.add(target)
     return None

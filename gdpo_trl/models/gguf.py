@@ -21,6 +21,7 @@ from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.models.builtins import _cached_build, build_here_or_apart, cache_dir, cache_problem
+from gdpo_trl.models.shipped import file_sha256
 from gdpo_trl.storage.model_source import SOURCE_RECORD
 
 SUFFIX = ".gguf"
@@ -123,15 +124,6 @@ def convert_gguf(path: Path, target: Path) -> None:
 # Qwen2.5-Coder-0.5B's Q4_K_M file (491 MB) 156 s at a load of 4-5, its SHA-256 check included (2026-11-27); the
 # progress line's estimate is the file's size times this.
 SECONDS_PER_MB = 0.32
-
-
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file, read in 4 MB chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def converted_gguf(path: Path, name: str | None = None, expected_sha256: str | None = None) -> Path:

@@ -21,6 +21,8 @@ import json
 import platform
 from pathlib import Path
 
+from gdpo_trl.core.errors import InputError
+
 SHIPPED_DIR = Path(__file__).with_name("shipped")
 MANIFEST = SHIPPED_DIR / "manifest.json"
 WEIGHTS = "model.safetensors"
@@ -48,13 +50,23 @@ def tensors_sha256(path: str | Path) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    """SHA-256 of a file's bytes, read 8 MB at a time (a converted model is 538 MB, a GGUF file up to gigabytes)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        while block := handle.read(8 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def manifest() -> dict:
     """``{name: {"seed", "build_id", "folder", "weights_sha256", "file_sha256", "built_on"}}`` of the shipped warm
     starts ({} if none ship)."""
     return json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
+
+
+class DamagedInstall(InputError, RuntimeError):
+    """A shipped file that does not hash as recorded: one line for the user (an input error: the fix is theirs, a
+    reinstall), still a ``RuntimeError`` for the callers that caught it as one."""
 
 
 def shipped_warm_start(name: str, seed: int, build_id: str) -> Path | None:
@@ -67,7 +79,7 @@ def shipped_warm_start(name: str, seed: int, build_id: str) -> Path | None:
     folder = SHIPPED_DIR / entry["folder"]
     weights = folder / WEIGHTS
     if not weights.is_file() or file_sha256(weights) != entry["file_sha256"]:
-        raise RuntimeError(
+        raise DamagedInstall(
             f"The shipped builtin:{name} at {weights} is missing or damaged (its SHA-256 is not the one recorded in "
             f"{MANIFEST}): reinstall gdpo-trl."
         )

@@ -78,8 +78,8 @@ def test_an_intact_cache_is_hashed_once_per_process(cache, monkeypatch, capsys):
     folder = builtins.Path(resolve_model("builtin:tiny"))
     monkeypatch.setattr(builtins, "_checked", set())
     hashed = []
-    real = builtins.stream_sha256
-    monkeypatch.setattr(builtins, "stream_sha256", lambda path: hashed.append(path.name) or real(path))
+    real = builtins.file_sha256
+    monkeypatch.setattr(builtins, "file_sha256", lambda path: hashed.append(path.name) or real(path))
     for _ in range(3):
         assert resolve_model("builtin:tiny") == str(folder)
     assert sorted(hashed) == ["config.json", "model.safetensors"]
@@ -143,3 +143,43 @@ def test_gdpo_train_refuses_a_damaged_shipped_adapter_in_one_line(tmp_path, caps
     overrides = {"model_name_or_path": "builtin:smollm2-135m-gsm8k-format"}
     words = ["adapter_model.safetensors cannot be read", "reinstall gdpo-trl"]
     check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, words)
+
+
+def test_gdpo_train_refuses_a_damaged_shipped_warm_start_in_one_line(tmp_path, capsys, monkeypatch):
+    """Before: a RuntimeError with its traceback."""
+    from gdpo_trl.models import shipped
+
+    copy = tmp_path / "shipped"
+    shutil.copytree(shipped.SHIPPED_DIR, copy)
+    weights = copy / "warmstart-seed0" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-4])
+    monkeypatch.setattr(shipped, "SHIPPED_DIR", copy)
+    monkeypatch.setattr(shipped, "MANIFEST", copy / "manifest.json")
+    words = [f"The shipped builtin:warmstart at {weights} is missing or damaged", "reinstall gdpo-trl"]
+    check_train_rejects(tmp_path, capsys, monkeypatch, {"model_name_or_path": "builtin:warmstart"}, [], None, words)
+
+
+@pytest.mark.slow  # two merges of SmolLM2 (about a minute each on 2 busy cores); the conversion is shared
+def test_altered_weights_of_the_merged_format_start_are_rebuilt(tmp_path, monkeypatch, capsys):
+    """The issue's case: 4,000 altered weights of the cached merged format start trained without a word."""
+    from tests.helpers.requirements import require_smollm2
+
+    require_smollm2()
+    base = builtins.Path(resolve_model("builtin:smollm2-135m-instruct"))  # the machine's conversion, reused
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / base.name).symlink_to(base)
+    monkeypatch.setenv("GDPO_TRL_CACHE", str(cache))
+    monkeypatch.setattr(builtins, "_checked", set())
+    merged = builtins.Path(resolve_model("builtin:smollm2-135m-gsm8k-format"))
+    assert merged.parent == cache and (merged / builtins.HASHES).is_file()
+    weights = merged / "model.safetensors"
+    built = builtins.file_sha256(weights)
+    alter_weights(weights)
+    monkeypatch.setattr(builtins, "_checked", set())  # a new process
+    capsys.readouterr()
+    assert resolve_model("builtin:smollm2-135m-gsm8k-format") == str(merged)
+    err = capsys.readouterr().err
+    assert f"The cached model {merged} is damaged (model.safetensors does not hash as recorded when it was built): " \
+           "rebuilding it." in err  # fmt: skip
+    assert builtins.file_sha256(weights) == built
