@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.data.formats import read_raw
-from gdpo_trl.rewards.gsm8k import _parse_number
+from gdpo_trl.rewards.gsm8k import parse_number
 
 if TYPE_CHECKING:
     import datasets
@@ -66,7 +66,7 @@ def parse_gold_answer(solution: str, row: int | None = None) -> str:
     if not sep or not gold:
         problem = "has no '####' marker" if not sep else "has nothing after its last '####'"
         raise InputError(f"GSM8K {where} {problem}; solution starts with: {solution[:80]!r}")
-    if _parse_number(gold) is None:
+    if parse_number(gold) is None:
         raise InputError(
             f"GSM8K {where}: gold answer {gold!r} is not a plain number (digits, optional sign, thousands commas, "
             "decimals), so no completion could ever match it; write it as '#### 72'."

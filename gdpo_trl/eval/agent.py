@@ -16,7 +16,7 @@ import inspect
 import time
 from collections.abc import Callable, Sequence
 
-from gdpo_trl.eval.backends import _eos_ids, _generation_config
+from gdpo_trl.eval.backends import eos_token_ids, sampling_config
 from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
 
 
@@ -71,7 +71,7 @@ def _one_turn(model, tokenizer, episodes: list[Episode], settings: GenerationSet
     ]  # fmt: skip
     inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
     budget = max(settings.max_new_tokens - e.tokens for e in episodes)
-    config = _generation_config(settings, tokenizer, eos_ids)
+    config = sampling_config(settings, tokenizer, eos_ids)
     config.num_return_sequences, config.max_new_tokens = 1, budget
     with torch.inference_mode():
         output = model.generate(**inputs, generation_config=config)
@@ -112,7 +112,7 @@ def rollout(
             "tokenizer.response_template (see trl.chat_template_utils.add_response_schema) and save it with the model"
         )
     set_seed(settings.seed)
-    eos_ids = _eos_ids(model, tokenizer)
+    eos_ids = eos_token_ids(model, tokenizer)
     tokenizer.padding_side = "left"  # generate continues each row from its last prompt token
     pick = (lambda row: factory[row["environment"]]) if isinstance(factory, dict) else (lambda row: factory)
     episodes = [[Episode(row, pick(row)()) for _ in range(settings.n)] for row in rows]

@@ -38,7 +38,7 @@ def choose_backend(backend: str) -> str:
     return backend
 
 
-def _eos_ids(model, tokenizer) -> set[int]:
+def eos_token_ids(model, tokenizer) -> set[int]:
     """Every token id that ends generation: the model's generation config may list several (Qwen2.5 lists two)."""
     ids = model.generation_config.eos_token_id
     ids = set(ids if isinstance(ids, list) else [] if ids is None else [ids])
@@ -47,7 +47,7 @@ def _eos_ids(model, tokenizer) -> set[int]:
     return ids
 
 
-def _generation_config(settings: GenerationSettings, tokenizer, eos_ids: set[int]):
+def sampling_config(settings: GenerationSettings, tokenizer, eos_ids: set[int]):
     from transformers import GenerationConfig
 
     # top_k explicitly off when sampling: otherwise a checkpoint's generation_config.json (or transformers' top_k=50
@@ -84,8 +84,8 @@ def generate_transformers(
     from tqdm.auto import tqdm
     from transformers import set_seed
 
-    eos_ids = _eos_ids(model, tokenizer)
-    config = _generation_config(settings, tokenizer, eos_ids)
+    eos_ids = eos_token_ids(model, tokenizer)
+    config = sampling_config(settings, tokenizer, eos_ids)
     set_seed(settings.seed)  # once, so a run is reproducible for a given batch size
     results: list[list[Completion]] = []
     for batch in tqdm(_batches(prompts, settings.batch_size), desc="generating", unit="batch", disable=not progress):

@@ -27,7 +27,7 @@ class ModelSpec:
     local: bool  # whether the evaluated weights live in a user folder (decides the default output folder)
 
 
-def _looks_like_path(name: str) -> bool:
+def looks_like_path(name: str) -> bool:
     """Whether ``name`` is meant as a local path: Hub ids are ``name`` or ``org/name``, never more or ``./``.
 
     ``outputs/run`` has a Hub id's shape, but when a local ``outputs`` folder exists it is surely a mistyped path.
@@ -94,7 +94,7 @@ def resolve_model_spec(model: str, adapter: str | None = None) -> ModelSpec:
         raise EvaluationInputError(str(err)) from err
     builtin = resolved != model
     path = Path(resolved).expanduser()
-    if not builtin and not path.exists() and _looks_like_path(model):
+    if not builtin and not path.exists() and looks_like_path(model):
         raise EvaluationInputError(missing_folder_line(model, "--model") or f"model path not found: {path}")
 
     if path.is_dir() and (path / ADAPTER_CONFIG).is_file():

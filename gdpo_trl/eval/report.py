@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from gdpo_trl.data.sources import find_source
-from gdpo_trl.eval.loading import ModelSpec, _looks_like_path
+from gdpo_trl.eval.loading import ModelSpec, looks_like_path
 from gdpo_trl.eval.scoring import METRIC_NAMES, default_rewards
 from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
 
@@ -24,7 +24,7 @@ def _slug(text: str) -> str:
 def _dataset_tag(dataset: str) -> str:
     if find_source(dataset) is not None:
         return _slug(dataset)
-    if _looks_like_path(dataset) or Path(dataset).suffix:
+    if looks_like_path(dataset) or Path(dataset).suffix:
         return _slug(Path(dataset).stem)  # a local file: its name without the folders
     return _slug(dataset.rpartition("/")[2])  # a Hub id: "openai/gsm8k" -> "gsm8k"
 

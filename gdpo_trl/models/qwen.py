@@ -74,7 +74,7 @@ CHAT_TEMPLATE = (
 # Bump with any change to what the builders below write (the cache keys also hash the token lists and template).
 QWEN_BUILD_VERSION = 1
 VOCAB_SIZE = 151936  # the embedding rows of Qwen2.5's configs (the tokenizer has 151,665 tokens; the rest pad)
-_COMMON = dict(
+COMMON_CONFIG = dict(
     vocab_size=VOCAB_SIZE,
     max_position_embeddings=32768,
     rms_norm_eps=1e-6,
@@ -180,7 +180,7 @@ def save_qwen_tokenizer(path: str | os.PathLike) -> Path:
     return path
 
 
-def _tokenizer_key() -> str:
+def tokenizer_key() -> str:
     recipe = [QWEN_BUILD_VERSION, PATTERN, SPECIAL_TOKENS, ADDED_TOKENS, EOS, PAD, CHAT_TEMPLATE]
     digest = hashlib.sha1(json.dumps(recipe).encode())
     digest.update(tiktoken_file().read_bytes())
@@ -189,7 +189,7 @@ def _tokenizer_key() -> str:
 
 def qwen_tokenizer_dir() -> Path:
     """The cached tokenizer folder, built on first use on this machine (under a lock; renamed into place whole)."""
-    target = cache_dir() / f"qwen2.5-tokenizer-{_tokenizer_key()}"
+    target = cache_dir() / f"qwen2.5-tokenizer-{tokenizer_key()}"
     if (target / "tokenizer.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -217,7 +217,7 @@ def qwen_config(size: str):
 
     if size not in SIZES:
         raise ValueError(f"Unknown Qwen2.5 size {size!r}; choose one of {sorted(SIZES)}.")
-    return Qwen2Config(**{**_COMMON, **SIZES[size]})
+    return Qwen2Config(**{**COMMON_CONFIG, **SIZES[size]})
 
 
 def save_qwen_model(path: str | os.PathLike, size: str, seed: int = 0) -> Path:
@@ -261,7 +261,7 @@ def build_builtin_qwen(name: str, seed: int = 0) -> str:
         raise ValueError(
             f"Unknown built-in model 'builtin:{name}': use one of {[f'builtin:{PREFIX}{s}' for s in [*SIZES, 'warmstart']]}."
         )
-    key = hashlib.sha1(json.dumps([_tokenizer_key(), _COMMON, SIZES[size], DTYPES[size], seed]).encode())
+    key = hashlib.sha1(json.dumps([tokenizer_key(), COMMON_CONFIG, SIZES[size], DTYPES[size], seed]).encode())
     target = cache_dir() / f"{PREFIX}{size}-seed{seed}-{key.hexdigest()[:10]}"
     label = f"builtin:{name}"
     return str(_cached_build(target, lambda tmp: build_here_or_apart(save_qwen_model, tmp, size, seed, what=label)))

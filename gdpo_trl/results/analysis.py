@@ -129,7 +129,7 @@ def advantage_group_count(
 
     patterns = np.empty((0, num_generations))
     for rewards in chunks:
-        new = _patterns(group_advantages(rewards, method))
+        new = advantage_patterns(group_advantages(rewards, method))
         patterns = np.unique(np.concatenate([patterns, new]), axis=0)
     return AdvantageGroupCount(count=len(patterns), exact=exact, num_evaluated=num_evaluated)
 
@@ -163,7 +163,7 @@ def _normalize(x: np.ndarray, axis: int) -> np.ndarray:
     return np.divide(centered, std, out=np.zeros_like(centered), where=std > 0)
 
 
-def _patterns(advantages: np.ndarray) -> np.ndarray:
+def advantage_patterns(advantages: np.ndarray) -> np.ndarray:
     """Unique rounded, sorted advantage vectors of a batch of groups."""
     # Float noise of either sign (e.g. -1e-17) rounds to -0.0 or 0.0. Adding 0.0 turns -0.0 into 0.0, so equal patterns
     # are also equal byte for byte (hashing, bytes-based dedup) and print the same.

@@ -75,7 +75,7 @@ _INTEGER_RE = re.compile(_INT_BODY)
 _NUMBER_RE = re.compile(r"\s*\$?(" + _INT_BODY + r"(?:\.[0-9]+)?|-?\.[0-9]+)\.?\s*")
 
 
-def _text(completion) -> str:
+def text_to_score(completion) -> str:
     """Return the text to score: the completion itself, or the content of the last message of a conversation."""
     if isinstance(completion, str):
         return completion
@@ -146,7 +146,7 @@ def _check_semantics(semantics: str, reward: str) -> bool:
     return semantics == "reference"
 
 
-def _parse_number(text: str) -> Decimal | None:
+def parse_number(text: str) -> Decimal | None:
     """Normalise ``text`` and return it as an exact ``Decimal``, or ``None`` if it is not a plain number."""
     match = _NUMBER_RE.fullmatch(text)
     if match is None:
@@ -173,7 +173,7 @@ def format_reward(completions, semantics: str = "ours", **kwargs) -> list[float]
     """
     if _check_semantics(semantics, "format_reward"):
         return [1.0 if _is_reference_format_ok(_reference_text(c)) else 0.0 for c in completions]
-    return [1.0 if _is_format_ok(_text(c)) else 0.0 for c in completions]
+    return [1.0 if _is_format_ok(text_to_score(c)) else 0.0 for c in completions]
 
 
 def correctness_reward(completions, answer=None, semantics: str = "ours", **kwargs) -> list[float]:
@@ -199,12 +199,12 @@ def correctness_reward(completions, answer=None, semantics: str = "ours", **kwar
         return [1.0 if reference_answer(_reference_text(c)) == gold else 0.0 for c, gold in pairs]
     rewards = []
     for completion, gold in zip(completions, answer, strict=True):
-        predicted = extract_answer(_text(completion))
+        predicted = extract_answer(text_to_score(completion))
         if predicted is None:
             rewards.append(0.0)
             continue
-        gold_value = _parse_number(str(gold))
-        ok = gold_value is not None and _parse_number(predicted) == gold_value
+        gold_value = parse_number(str(gold))
+        ok = gold_value is not None and parse_number(predicted) == gold_value
         rewards.append(1.0 if ok else 0.0)
     return rewards
 
@@ -223,7 +223,7 @@ def integer_reward(completions, semantics: str = "ours", **kwargs) -> list[float
     """
     if _check_semantics(semantics, "integer_reward"):
         return [1.0 if reference_answer(_reference_text(c)).isdigit() else 0.0 for c in completions]
-    return [1.0 if _is_integer_answer(_text(c)) else 0.0 for c in completions]
+    return [1.0 if _is_integer_answer(text_to_score(c)) else 0.0 for c in completions]
 
 
 # A number as written in running text: optional minus, digits with optional thousands commas and decimals.
@@ -238,7 +238,7 @@ def last_number_answer(text: str) -> Decimal | None:
     candidates = _LAST_NUMBER_RE.findall(boxed[-1]) if boxed else []
     candidates = candidates or _LAST_NUMBER_RE.findall(text)
     for candidate in reversed(candidates):
-        value = _parse_number(candidate.strip(","))
+        value = parse_number(candidate.strip(","))
         if value is not None:
             return value
     return None
@@ -252,8 +252,8 @@ def last_number_reward(completions, answer=None, **kwargs) -> list[float]:
     """
     if answer is None or len(answer) != len(completions):
         raise ValueError("last_number_reward needs an `answer` column with one gold answer per completion")
-    golds = [_parse_number(str(gold)) for gold in answer]
+    golds = [parse_number(str(gold)) for gold in answer]
     return [
-        1.0 if gold is not None and last_number_answer(_text(c)) == gold else 0.0
+        1.0 if gold is not None and last_number_answer(text_to_score(c)) == gold else 0.0
         for c, gold in zip(completions, golds, strict=True)
     ]

@@ -42,7 +42,7 @@ import re
 from collections import Counter
 from collections.abc import Hashable
 
-from gdpo_trl.rewards.gsm8k import _text
+from gdpo_trl.rewards.gsm8k import text_to_score
 
 __all__ = ["parse_tool_calls", "score_tool_calls", "tool_correctness", "tool_format"]
 
@@ -86,7 +86,7 @@ def tool_format(completions, answer=None, **kwargs) -> list[float]:
         ValueError: if there is no ``answer`` column or it does not hold one entry per completion.
     """
     golds = _gold_list(answer, len(completions), "tool_format")
-    return [1.0 if _format_ok(_text(c), gold) else 0.0 for c, gold in zip(completions, golds, strict=True)]
+    return [1.0 if _format_ok(text_to_score(c), gold) else 0.0 for c, gold in zip(completions, golds, strict=True)]
 
 
 def parse_tool_calls(text: str) -> list | None:
@@ -213,5 +213,5 @@ def tool_correctness(completions, answer=None, matching: str = "greedy", **kwarg
         if _CALL_OPEN not in gold:
             rewards.append(0.0)
             continue
-        rewards.append(score_tool_calls(_gold_calls(gold, row), parse_tool_calls(_text(completion)), matching))
+        rewards.append(score_tool_calls(_gold_calls(gold, row), parse_tool_calls(text_to_score(completion)), matching))
     return rewards

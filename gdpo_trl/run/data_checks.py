@@ -16,7 +16,7 @@ import re
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.rewards import REWARD_FUNCS, reward_name, unwrap_partial
 from gdpo_trl.rewards.conditioned import parse_condition
-from gdpo_trl.rewards.gsm8k import _parse_number
+from gdpo_trl.rewards.gsm8k import parse_number
 from gdpo_trl.rewards.toolcall import parse_tool_calls
 
 # Registry names of the rewards written for one kind of row.
@@ -144,7 +144,7 @@ def check_rewards_fit_rows(dataset, reward_funcs: list, conditions=None) -> None
             )
     if tool:
         row = next((i for i, a in enumerate(answers) if not is_tool_gold(a)), None)
-        if row is not None and (_parse_number(str(answers[row])) is not None or "prompt" not in columns):
+        if row is not None and (parse_number(str(answers[row])) is not None or "prompt" not in columns):
             raise InputError(
                 f"reward {tool[0]!r} needs tool-calling rows (a gold with <tool_call> or <response> in "
                 f"'answer'), but row {row}'s answer is {str(answers[row])[:60]!r}, a GSM8K-style row: train it on "

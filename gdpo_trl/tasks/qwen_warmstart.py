@@ -140,10 +140,10 @@ def resolve_warmstart(seed: int = 0) -> str:
     import torch
 
     from gdpo_trl.models.builtins import _cached_build, _run_isolated, cache_dir
-    from gdpo_trl.models.qwen import _COMMON, SIZES, _tokenizer_key
+    from gdpo_trl.models.qwen import COMMON_CONFIG, SIZES, tokenizer_key
 
     recipe = QwenRecipe()
-    key = [_tokenizer_key(), _COMMON, SIZES[recipe.size], asdict(recipe), seed]
+    key = [tokenizer_key(), COMMON_CONFIG, SIZES[recipe.size], asdict(recipe), seed]
     target = cache_dir() / f"{NAME}-seed{seed}-{hashlib.sha1(json.dumps(key).encode()).hexdigest()[:10]}"
 
     def build_isolated(tmp: Path) -> None:

@@ -139,7 +139,7 @@ def _byte_table(tokenizer):
     if cached is not None and cached[0] == size:
         return cached[1]
     special = {i for i, token in backend.get_added_tokens_decoder().items() if token.special}
-    to_byte = {char: byte for byte, char in _bytes_to_unicode().items()}
+    to_byte = {char: byte for byte, char in bytes_to_unicode().items()}
     pieces: dict[int, bytes] = {}
 
     def missing(token: int) -> bytes:
@@ -162,7 +162,7 @@ def _byte_table(tokenizer):
     return table
 
 
-def _bytes_to_unicode() -> dict[int, str]:
+def bytes_to_unicode() -> dict[int, str]:
     """The byte-level alphabet (GPT-2's): printable Latin-1 bytes stand for themselves, the other 68 bytes for the
     characters from U+0100 on, in byte order."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]

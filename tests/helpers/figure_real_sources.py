@@ -10,7 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from tests.helpers.figure_sources import _flat
+from tests.helpers.figure_sources import flat_values
 from tests.helpers.studies import ROOT
 
 REAL = ROOT / "docs" / "results" / "real_model"
@@ -80,6 +80,6 @@ def h8_study(tmp) -> str:
     if not analysis.is_file():
         return ""
     result = json.loads(analysis.read_text())
-    numbers = [v for v in _flat(result) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    numbers = [v for v in flat_values(result) if isinstance(v, (int, float)) and not isinstance(v, bool)]
     start = "| start | " + " | ".join(repr(v) for v in result["start"].values()) + " |"  # its outcomes, one row
     return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers) + f"\n{start}"

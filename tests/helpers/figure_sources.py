@@ -89,17 +89,17 @@ def eval_demo(tmp):
     for which in ("before", "after"):
         path = LOGS / "eval_demo" / f"{which}.json"
         assert path.is_file(), f"{path.relative_to(ROOT)} is missing: the README's before/after table"
-        found += [v for v in _flat(json.loads(path.read_text())) if isinstance(v, (int, float))]
+        found += [v for v in flat_values(json.loads(path.read_text())) if isinstance(v, (int, float))]
     return found
 
 
-def _flat(value):
+def flat_values(value):
     if isinstance(value, dict):
         for v in value.values():
-            yield from _flat(v)
+            yield from flat_values(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _flat(v)
+            yield from flat_values(v)
     else:
         yield value
 
@@ -108,7 +108,7 @@ def shipped_records(tmp):
     """Every number of the shipped warm starts' build records (gdpo_trl/models/shipped/*/warmstart.json)."""
     found = []
     for path in sorted((ROOT / "gdpo_trl" / "models" / "shipped").glob("*/warmstart.json")):
-        found += [v for v in _flat(json.loads(path.read_text())) if isinstance(v, (int, float))]
+        found += [v for v in flat_values(json.loads(path.read_text())) if isinstance(v, (int, float))]
     return found
 
 
@@ -122,7 +122,7 @@ def toolcall_demo(tmp):
     for reward in ("tool_format", "tool_correctness"):
         values = [e[f"rewards/{reward}/mean"] for e in data["train_log_history"] if f"rewards/{reward}/mean" in e]
         found += [sum(values[:5]) / 5, sum(values[-5:]) / 5, len(values)]
-    return found + [v for v in _flat([data["eval_before"], data["eval_after"]]) if isinstance(v, (int, float))]
+    return found + [v for v in flat_values([data["eval_before"], data["eval_after"]]) if isinstance(v, (int, float))]
 
 
 def agent_demo(tmp):
@@ -138,7 +138,7 @@ def agent_demo(tmp):
         for key in sorted({k for e in steps_logged for k in e if k.startswith("rewards/") and k.endswith("/mean")}):
             values = [e[key] for e in steps_logged if e.get(key) is not None]  # None: applied to no row that step
             found += [sum(values[:steps]) / steps, sum(values[-steps:]) / steps, len(values)]
-    return found + [v for v in _flat([data["eval_before"], data["eval_after"]]) if isinstance(v, (int, float))]
+    return found + [v for v in flat_values([data["eval_before"], data["eval_after"]]) if isinstance(v, (int, float))]
 
 
 @functools.cache
@@ -247,7 +247,7 @@ def cross_cpu(tmp):
     """docs/results/reproducibility.md: the rebuild, the shipped weights measured here, the instruction-set runs and
     H2's seed-0 re-run (docs/results/logs/reproducibility/cross_cpu.json), the shipped records and H2's committed log."""
     record = json.loads((LOGS / "reproducibility" / "cross_cpu.json").read_text())
-    found = [v for v in _flat(record) if isinstance(v, (int, float))]
+    found = [v for v in flat_values(record) if isinstance(v, (int, float))]
     found += [len(run["steps"]) for run in record["instruction_sets"]["runs"].values()]
     with gzip.open(LOGS / "gsm8k_style.json.gz", "rt", encoding="utf-8") as f:
         first = [e for e in json.load(f)["runs"]["gdpo-seed0"] if "loss" in e][0]
@@ -264,7 +264,7 @@ def real_model(tmp):
     found = []
     for path in sorted(base.rglob("*.json")):
         record = json.loads(path.read_text())
-        found += [v for v in _flat(record) if isinstance(v, (int, float))]
+        found += [v for v in flat_values(record) if isinstance(v, (int, float))]
         if path.name == "rewards_reference.json":
             found += [len(d) for r in record.values() for d in r["differences"].values()]
             found.append(sum(r["completions"] for r in record.values()))

@@ -140,9 +140,9 @@ def test_invalid_sample_count():
 
 def test_negative_zero_is_not_a_new_pattern():
     # Tiny float noise of either sign rounds to a zero; patterns must hold no -0.0, which differs from 0.0 as bytes.
-    from gdpo_trl.results.analysis import _patterns
+    from gdpo_trl.results.analysis import advantage_patterns
 
-    patterns = _patterns(np.array([[-0.0, 1.0], [0.0, 1.0], [-1e-17, 1.0], [1e-17, 1.0]]))
+    patterns = advantage_patterns(np.array([[-0.0, 1.0], [0.0, 1.0], [-1e-17, 1.0], [1e-17, 1.0]]))
     assert len(patterns) == 1
     assert not np.signbit(patterns).any()
     assert len({row.tobytes() for row in patterns}) == 1

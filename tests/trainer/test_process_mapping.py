@@ -110,9 +110,9 @@ def test_matches_qwen_offset_mapping(qwen, split):
 
 def test_characters_byte_by_byte(qwen):
     """A generated sequence may spell a character one byte per token: it belongs to the token of its last byte."""
-    from gdpo_trl.trainer.token_offsets import _bytes_to_unicode
+    from gdpo_trl.trainer.token_offsets import bytes_to_unicode
 
-    symbols = _bytes_to_unicode()
+    symbols = bytes_to_unicode()
     rng = random.Random(7)
     for _ in range(200):
         chars = [rng.choice(["ß", "毕", "😀", "a", " ", "𝔘", "é"]) for _ in range(rng.randint(1, 12))]
@@ -153,9 +153,9 @@ def test_arbitrary_ids_agree_with_prefix_decoding(qwen):
 
 
 def _alphabet():
-    from gdpo_trl.trainer.token_offsets import _bytes_to_unicode
+    from gdpo_trl.trainer.token_offsets import bytes_to_unicode
 
-    return _bytes_to_unicode().values()
+    return bytes_to_unicode().values()
 
 
 def test_demo_character_tokenizer():
