@@ -44,6 +44,7 @@ def plot_runs(runs: list[Run], out_png: str | os.PathLike, *, window: int = 1, t
     # server, and (unlike matplotlib.use("Agg")) it leaves the caller's backend, e.g. a notebook's, untouched.
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
     rows, cols = grid_shape(len(panels))
     fig = Figure(figsize=(4.8 * cols, 3.4 * rows + 0.6), layout="constrained")
@@ -58,6 +59,7 @@ def plot_runs(runs: list[Run], out_png: str | os.PathLike, *, window: int = 1, t
                 ax.plot(steps, smooth(list(values), window), color=color, linewidth=1.5)
         ax.set_title(panel_title)
         ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: no 0.5-step ticks on short runs
         ax.grid(True, alpha=0.3)
     for ax in axes[len(panels) :]:
         ax.set_visible(False)

@@ -32,6 +32,7 @@ class Run:
     name: str
     path: Path
     history: dict[str, Series] = field(default_factory=dict)
+    recipe_rewards: list[str] = field(default_factory=list)  # the recipe's reward_funcs, as it recorded them
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,20 @@ def load_run(path: str | os.PathLike, name: str | None = None) -> Run:
     if not isinstance(log_history, list):
         # ValueError (like bad JSON), so callers handle every malformed file with one except clause.
         raise ValueError(f"{state_file} has no 'log_history' list; is it a Trainer state file?")
-    return Run(name=name or _run_dir(state_file).name, path=state_file, history=history_from_log(log_history))
+    history = history_from_log(log_history)
+    return Run(name or _run_dir(state_file).name, state_file, history, recorded_rewards(state))
+
+
+def recorded_rewards(state: dict) -> list[str]:
+    """The ``reward_funcs`` of the recipe a ``gdpo train`` run recorded in its state (RecipeRecord), in the recipe's
+    order; empty where none was recorded (a plain TRL run, an older gdpo-trl)."""
+    try:
+        entry = (state.get("stateful_callbacks") or {}).get("RecipeRecord")
+        entry = entry[-1] if isinstance(entry, list) and entry else entry
+        specs = entry["args"]["recipe"]["reward_funcs"]
+    except (TypeError, KeyError, AttributeError):
+        return []
+    return [spec for spec in specs if isinstance(spec, str)] if isinstance(specs, list) else []
 
 
 def unique_names(names: list[str]) -> list[str]:
@@ -167,13 +181,31 @@ def reward_key(name: str) -> str:
 
 
 def reward_names(runs: list[Run]) -> list[str]:
-    """Names of all reward functions seen in any run (from ``rewards/<name>/mean`` keys), in first-seen order."""
+    """Names of all reward functions seen in any run (from ``rewards/<name>/mean`` keys), in the order of the first
+    recorded recipe's ``reward_funcs`` (``trainer_state.json`` sorts its keys, so the log alone gives them
+    alphabetically; a reward gated by a condition, ``<reward>_if_<on>``, takes its reward's place), then any other
+    in first-seen order."""
     names: dict[str, None] = {}  # a dict keeps insertion order and drops repeats
     for run in runs:
         for key in run.history:
             if match := _REWARD_MEAN_RE.fullmatch(key):
                 names.setdefault(match.group(1))
-    return list(names)
+    ordered: list[str] = []
+    for spec in next((run.recipe_rewards for run in runs if run.recipe_rewards), []):
+        spelled = logged_names(spec)
+        ordered += [n for n in names if n not in ordered and (n in spelled or n.split("_if_")[0] in spelled)]
+    return ordered + [name for name in names if name not in ordered]
+
+
+def logged_names(spec: str) -> set[str]:
+    """The names a reward given as ``spec`` in a recipe may be logged under: a registry name's function name, the
+    last part of an import path or file spelling (``rewards.py:brevity`` is logged as ``brevity``)."""
+    from gdpo_trl.rewards import REWARD_FUNCS, reward_name
+
+    names = {spec, spec.rpartition(":")[2] if ":" in spec else spec.rpartition(".")[2]}
+    if spec in REWARD_FUNCS:
+        names.add(reward_name(REWARD_FUNCS[spec]))
+    return names
 
 
 def smooth(values: list[float], window: int) -> list[float]:

@@ -240,3 +240,44 @@ def test_cli_bad_path_exits_2(tmp_path):
     assert "missing_run" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+# --- recipe order and whole steps (issue 47) ---
+
+
+def _recorded_run(folder: Path, reward_funcs: list[str], names: list[str], steps=(1, 2)) -> Path:
+    """A run as gdpo train writes it: log keys sorted (transformers' TrainerState does), the recipe recorded."""
+    history = [
+        dict(sorted({"step": step, **{f"rewards/{name}/mean": 0.1 * step for name in names}}.items()))
+        for step in steps
+    ]
+    record = {"RecipeRecord": {"args": {"recipe": {"reward_funcs": reward_funcs}}, "attributes": {}}}
+    folder.mkdir(parents=True)
+    (folder / "trainer_state.json").write_text(
+        json.dumps({"log_history": history, "stateful_callbacks": record}, sort_keys=True)
+    )
+    return folder
+
+
+def test_rewards_come_in_the_recipes_order_not_alphabetically(tmp_path):
+    """Before: gdpo plot drew says_color after brevity (the log's sorted keys), whatever the recipe said."""
+    specs = ["rewards.py:says_color", "my_pkg.rewards.brevity", "format", "length"]
+    names = ["says_color", "brevity", "format_reward", "length_reward_if_correctness_reward", "unlisted"]
+    run = load_run(_recorded_run(tmp_path / "run", specs, names))
+    assert run.recipe_rewards == specs
+    assert reward_names([run]) == names
+    assert [title for _, title in plot_panels([run])][:5] == names
+    plain = load_run(_recorded_run(tmp_path / "plain", [], names))  # no record: the log's (sorted) order
+    assert reward_names([plain]) == sorted(names)
+
+
+def test_plot_ticks_are_whole_steps(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    drawn = []
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: (drawn.append(self), save(self, *a, **k))[1])
+    run = load_run(_recorded_run(tmp_path / "run", ["format"], ["format_reward"], steps=(1, 2)))
+    plot_runs([run], tmp_path / "runs.png")
+    ticks = [tick for ax in drawn[0].axes if ax.get_visible() for tick in ax.get_xticks()]
+    assert ticks and all(float(tick).is_integer() for tick in ticks), ticks
