@@ -26,8 +26,8 @@ Examples:
 
 Writes summary.json (metrics and settings) and completions.jsonl (every completion with its rewards) to
 --output_dir, by default <model or adapter folder>/eval-<dataset>-<split> for local weights, else
-outputs/eval/<model>-<dataset>-<split>, plus every setting that is not its default (sampling, max_new_tokens,
-rewards, ...). A folder that already holds a result is refused unless --overwrite is given. --task bfcl writes
+outputs/eval/<model>-<dataset>-<split> (a single data file has no split: eval-<file name>), plus every setting that
+is not its default (sampling, max_new_tokens, rewards, ...). A folder that already holds a result is refused unless --overwrite is given. --task bfcl writes
 bfcl_summary.json and bfcl_completions.jsonl, only when --output_dir is given; it needs bfcl-eval, installed without its
 pins into a folder of its own (make install does): pip install --no-deps --target .venv/bfcl-eval "bfcl-eval==2026.3.23".
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from gdpo_trl.data.sources import find_source
+from gdpo_trl.data.sources import find_source, has_splits
 from gdpo_trl.eval.loading import ModelSpec, looks_like_path
 from gdpo_trl.eval.scoring import METRIC_NAMES, default_rewards
 from gdpo_trl.eval.settings import EvaluationInputError, GenerationSettings
@@ -43,14 +43,17 @@ def default_output_dir(
     backend: str | None = None,
     dtype: str | None = None,
 ) -> Path:
-    """``<model or adapter folder>/eval-<dataset>-<split>`` for local weights, else ``outputs/eval/<model>-...``.
+    """``<model or adapter folder>/eval-<dataset>-<split>`` for local weights, else ``outputs/eval/<model>-...``; a
+    single data file has no splits, so its name stands alone (``eval-test`` for ``DATA/test.jsonl``).
 
     Every setting that changes the result and is not its default is added to the name (sampling, the sampling seed,
     ``max_new_tokens``, a limit, the rewards, the rows read, their seed, the system prompt, an explicit backend or
     dtype), so that two different evaluations never share a folder. An evaluation with every default keeps the short
     name.
     """
-    tag = f"eval-{_dataset_tag(dataset)}-{_slug(split)}"
+    tag = f"eval-{_dataset_tag(dataset)}"
+    if find_source(dataset) is not None or has_splits(dataset, None, None):
+        tag += f"-{_slug(split)}"  # a single file has no splits: DATA/test.jsonl is eval-test, not eval-test-test
     if dataset_path is not None:
         tag += f"-{_slug(Path(dataset_path).stem or dataset_path)}"
     if dataset_seed is not None:
