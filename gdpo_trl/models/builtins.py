@@ -36,7 +36,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV, Path.home() / ".cache" / "gdpo_trl"))
 
 
-def _build_id(*recipe) -> str:
+def build_id(*recipe) -> str:
     """A short key for a cache folder: a hash of the recipe (whatever determines the weights: architecture, seed,
     SFT settings), the tokenizer's vocabulary and :data:`BUILD_VERSION`. Not the name as spelled ("tiny" and "tiny@0"
     are one model), and not the code: editing a docstring must not cost every user a rebuild."""
@@ -92,7 +92,7 @@ def cache_problem(target: Path) -> str | None:
     return None
 
 
-def _cached_build(target: Path, build) -> Path:
+def cached_build(target: Path, build) -> Path:
     """Return ``target``, first running ``build(tmp_path)`` and renaming the result into place if it is missing or
     damaged (:func:`cache_problem`).
 
@@ -141,7 +141,7 @@ def _build_once(target: Path, build) -> Path:
 _LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
-def _run_isolated(args: list[str], what: str, *, show_output: bool = False) -> None:
+def run_isolated(args: list[str], what: str, *, show_output: bool = False) -> None:
     """Run ``python ARGS`` in a child process without the launcher's variables (see the callers for why).
 
     With ``show_output`` the child's output (a progress bar) goes to this process's stderr as it comes; either way
@@ -186,7 +186,7 @@ def build_here_or_apart(build, *args, what: str) -> None:
         f"import pickle, sys; from {build.__module__} import {build.__qualname__} as build; "
         "build(*pickle.loads(bytes.fromhex(sys.argv[1])))"
     )
-    _run_isolated(["-c", code, pickle.dumps(args).hex()], what)
+    run_isolated(["-c", code, pickle.dumps(args).hex()], what)
 
 
 def build_builtin(name: str, seed: int = 0) -> str:
@@ -199,6 +199,6 @@ def build_builtin(name: str, seed: int = 0) -> str:
     """
     if name not in ARCHITECTURES:
         raise ValueError(f"{name!r} is not a random built-in model: {sorted(ARCHITECTURES)}")
-    target = cache_dir() / f"{name}-seed{seed}-{_build_id(ARCHITECTURES[name], seed)}"
+    target = cache_dir() / f"{name}-seed{seed}-{build_id(ARCHITECTURES[name], seed)}"
     label = f"builtin:{name}"
-    return str(_cached_build(target, lambda tmp: build_here_or_apart(save_tiny_model, tmp, name, seed, what=label)))
+    return str(cached_build(target, lambda tmp: build_here_or_apart(save_tiny_model, tmp, name, seed, what=label)))

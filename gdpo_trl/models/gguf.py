@@ -7,7 +7,7 @@ and is not serializable"), and the trainer, LoRA, a resume, ZeRO-3 and ``gdpo ev
 a fresh model of the same class and saved as plain safetensors, with its tokenizer and chat template. A run trained
 from it is an ordinary checkpoint. The conversion is keyed by the file's size and first megabyte (not its path) and is
 written next to its target and renamed into place under a lock, like the warm starts
-(:func:`gdpo_trl.models.builtins._cached_build`).
+(:func:`gdpo_trl.models.builtins.cached_build`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.models.builtins import _cached_build, build_here_or_apart, cache_dir, cache_problem
+from gdpo_trl.models.builtins import build_here_or_apart, cache_dir, cache_problem, cached_build
 from gdpo_trl.models.shipped import file_sha256
 from gdpo_trl.storage.model_source import SOURCE_RECORD
 
@@ -160,7 +160,7 @@ def converted_gguf(path: Path, name: str | None = None, expected_sha256: str | N
         build_here_or_apart(convert_gguf, path, tmp, what=path.name)  # apart under torch.distributed
         print(f"Converted {path.name} in {time.monotonic() - start:.0f} s.", file=sys.stderr, flush=True)
 
-    return _cached_build(target, build)
+    return cached_build(target, build)
 
 
 def resolve_gguf(name_or_path: str) -> str | None:

@@ -26,7 +26,8 @@ import os
 import shutil
 from pathlib import Path
 
-from gdpo_trl.models.builtins import _build_lock, _cached_build, build_here_or_apart, cache_dir
+from gdpo_trl.models.build_lock import build_lock
+from gdpo_trl.models.builtins import build_here_or_apart, cache_dir, cached_build
 
 PREFIX = "qwen2.5-"  # builtin:qwen2.5-<size>[@seed]
 # Qwen's pre-tokenization pattern (a fact about its tokenizer): note \p{N} alone, so every digit is its own token.
@@ -193,7 +194,7 @@ def qwen_tokenizer_dir() -> Path:
     if (target / "tokenizer.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(target.with_name(f"{target.name}.lock")):
+    with build_lock(target.with_name(f"{target.name}.lock")):
         if not (target / "tokenizer.json").exists():
             tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
             try:
@@ -264,4 +265,4 @@ def build_builtin_qwen(name: str, seed: int = 0) -> str:
     key = hashlib.sha1(json.dumps([tokenizer_key(), COMMON_CONFIG, SIZES[size], DTYPES[size], seed]).encode())
     target = cache_dir() / f"{PREFIX}{size}-seed{seed}-{key.hexdigest()[:10]}"
     label = f"builtin:{name}"
-    return str(_cached_build(target, lambda tmp: build_here_or_apart(save_qwen_model, tmp, size, seed, what=label)))
+    return str(cached_build(target, lambda tmp: build_here_or_apart(save_qwen_model, tmp, size, seed, what=label)))

@@ -159,7 +159,7 @@ def merge_adapter(base: Path, adapter: Path, target: Path) -> None:
 def build_builtin_smollm2_format(name: str, seed: int = 0) -> str:
     """The ``builtin:smollm2-135m-gsm8k-format`` entry point: SmolLM2 (converted from its GGUF on first use) with
     the shipped format adapter merged in, cached per adapter hash. A damaged adapter is refused in one line."""
-    from gdpo_trl.models.builtins import _cached_build, build_here_or_apart, cache_dir
+    from gdpo_trl.models.builtins import build_here_or_apart, cache_dir, cached_build
 
     if seed:
         raise InputError(f"builtin:{name}@{seed}: the format start ships for seed 0 only; drop '@{seed}'")
@@ -174,7 +174,7 @@ def build_builtin_smollm2_format(name: str, seed: int = 0) -> str:
         record = {**origin, "model": f"{origin['model']} + the GSM8K format adapter"}
         (tmp / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
 
-    return str(_cached_build(target, build))
+    return str(cached_build(target, build))
 
 
 def main(argv: list[str] | None = None) -> None:

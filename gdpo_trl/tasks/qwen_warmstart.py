@@ -139,7 +139,7 @@ def resolve_warmstart(seed: int = 0) -> str:
     the training's threads and memory, and a torch.distributed job's ranks, out of this process)."""
     import torch
 
-    from gdpo_trl.models.builtins import _cached_build, _run_isolated, cache_dir
+    from gdpo_trl.models.builtins import cache_dir, cached_build, run_isolated
     from gdpo_trl.models.qwen import COMMON_CONFIG, SIZES, tokenizer_key
 
     recipe = QwenRecipe()
@@ -150,9 +150,9 @@ def resolve_warmstart(seed: int = 0) -> str:
         threads = torch.get_num_threads()
         print(f"Building builtin:{NAME}@{seed} once for this machine ({threads} torch thread(s)).", file=sys.stderr)
         args = ["-m", __name__, str(tmp), "--seed", str(seed), "--threads", str(threads)]
-        _run_isolated(args, f"builtin:{NAME}", show_output=True)
+        run_isolated(args, f"builtin:{NAME}", show_output=True)
 
-    return str(_cached_build(target, build_isolated))
+    return str(cached_build(target, build_isolated))
 
 
 def build_builtin_qwen_warmstart(name: str, seed: int = 0) -> str:

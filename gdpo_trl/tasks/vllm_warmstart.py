@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from gdpo_trl.models.build_cli import builder_main
-from gdpo_trl.models.builtins import _build_id, _cached_build, _run_isolated, cache_dir
+from gdpo_trl.models.builtins import build_id, cache_dir, cached_build, run_isolated
 from gdpo_trl.models.tiny import ARCHITECTURES
 from gdpo_trl.tasks.warmstart import build_warmstart
 from gdpo_trl.tasks.warmstart_data import Recipe
@@ -51,7 +51,7 @@ def _build_isolated(path: Path, seed: int) -> None:
         flush=True,
     )
     args = ["-m", __name__, str(path), "--seed", str(seed), "--threads", str(threads)]
-    _run_isolated(args, f"builtin:{NAME}", show_output=True)
+    run_isolated(args, f"builtin:{NAME}", show_output=True)
 
 
 def build_builtin_vllm_warmstart(name: str, seed: int = 0) -> str:
@@ -59,9 +59,9 @@ def build_builtin_vllm_warmstart(name: str, seed: int = 0) -> str:
     cached model folder, trained on first use (a few minutes of CPU)."""
     if name != NAME:
         raise ValueError(f"Unknown built-in model 'builtin:{name}': this entry point builds 'builtin:{NAME}'.")
-    build_id = _build_id(name, dataclasses.asdict(recipe()), ARCHITECTURES[ARCHITECTURE], seed)
-    target = cache_dir() / f"{name}-seed{seed}-{build_id}"
-    return str(_cached_build(target, lambda tmp: _build_isolated(tmp, seed)))
+    key = build_id(name, dataclasses.asdict(recipe()), ARCHITECTURES[ARCHITECTURE], seed)
+    target = cache_dir() / f"{name}-seed{seed}-{key}"
+    return str(cached_build(target, lambda tmp: _build_isolated(tmp, seed)))
 
 
 def main(argv: list[str] | None = None) -> None:

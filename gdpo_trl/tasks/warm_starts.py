@@ -38,13 +38,13 @@ def build_warm_start(name: str, seed: int = 0) -> str:
     if shipped is not None:
         return str(shipped)
     target = builtins.cache_dir() / f"{name}-seed{seed}-{build_id}"
-    return str(builtins._cached_build(target, lambda tmp: build_warm_start_isolated(tmp, name, seed)))
+    return str(builtins.cached_build(target, lambda tmp: build_warm_start_isolated(tmp, name, seed)))
 
 
 def warm_start_build_id(name: str, seed: int) -> str:
     """The cache key of warm start ``name`` with ``seed``: a hash of its default recipe, architecture and vocabulary."""
     recipe = warm_start_recipe(name)
-    return builtins._build_id(name, dataclasses.asdict(recipe), ARCHITECTURES[recipe.architecture], seed)
+    return builtins.build_id(name, dataclasses.asdict(recipe), ARCHITECTURES[recipe.architecture], seed)
 
 
 def warm_start_recipe(name: str):
@@ -87,4 +87,4 @@ def build_warm_start_isolated(path: Path, name: str, seed: int) -> None:
         flush=True,
     )
     args = ["-m", WARM_STARTS[name], str(path), "--seed", str(seed), "--threads", str(threads)]
-    builtins._run_isolated(args, f"builtin:{name}", show_output=True)
+    builtins.run_isolated(args, f"builtin:{name}", show_output=True)

@@ -122,7 +122,7 @@ def test_builtin_toolcall_warmstart_is_built_once_by_its_module(tmp_path, monkey
         tiny.save_tiny_model(args[2])
 
     monkeypatch.setenv("GDPO_TRL_CACHE", str(tmp_path))
-    monkeypatch.setattr(tiny, "_run_isolated", fake_child)  # the warm starts call it through this module
+    monkeypatch.setattr(tiny, "run_isolated", fake_child)  # the warm starts call it through this module
     path = Path(resolve_model("builtin:toolcall_warmstart@3"))
     assert resolve_model("builtin:toolcall_warmstart@3") == str(path)  # cached: no second build
     assert len(calls) == 1 and calls[0][:2] == ["-m", "gdpo_trl.tasks.toolcall_task"]

@@ -17,7 +17,7 @@ import pytest
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.data.toolrl import make_prompt
-from gdpo_trl.models.builtins import _build_lock
+from gdpo_trl.models.build_lock import build_lock
 from gdpo_trl.rewards import get_reward_funcs
 from gdpo_trl.run.data_checks import check_rewards_fit_rows, check_steps_per_epoch, listed_tools, tool_gold_problem
 from tests.helpers.bad_inputs import check_train_rejects
@@ -154,7 +154,7 @@ def test_waiting_for_a_warm_start_build_says_what_and_how_long(tmp_path, capsys)
     got = threading.Event()
 
     def waiter():
-        with _build_lock(lock, report_every=0.3):
+        with build_lock(lock, report_every=0.3):
             got.set()
 
     thread = threading.Thread(target=waiter)

@@ -64,7 +64,7 @@ def test_name_resolves_to_a_seeded_cache_folder(monkeypatch, tmp_path):
     from gdpo_trl.models import builtins
 
     monkeypatch.setenv("GDPO_TRL_CACHE", str(tmp_path))
-    monkeypatch.setattr(builtins, "_cached_build", lambda target, build: target)  # no build here
+    monkeypatch.setattr(builtins, "cached_build", lambda target, build: target)  # no build here
     path = Path(resolve_model("builtin:qwen2.5-warmstart@3"))
     assert path.parent == tmp_path and path.name.startswith("qwen2.5-warmstart-seed3-")
     assert Path(resolve_warmstart(3)) == path and Path(resolve_warmstart(4)) != path
