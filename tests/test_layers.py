@@ -2,7 +2,8 @@
 
 Each top-level folder of ``gdpo_trl`` is a layer; a module may import its own layer and the ones below it, never one
 above. The study tasks and the built-in models are plugins on top (reached through entry points), so nothing below
-them imports them; and the import graph between modules has no cycle.
+them imports them; and the import graph between modules has no cycle. What one module uses of another has a public
+name: no ``_``-name crosses modules.
 """
 
 from __future__ import annotations
@@ -135,6 +136,50 @@ def test_layout_names_every_module():
         if path.name != "__init__.py" and not re.search(rf"\b{re.escape(path.name)}\b", sections[path.parent.name])
     ]
     assert not missing, f"docs/layout.md does not name these modules under their layer: {missing}"
+    gone = [
+        f"{layer}/{name}"
+        for layer, text in sections.items()
+        for name in re.findall(r"(?<![\w/])([a-z_0-9]+\.py)\b", text)  # not an example path: path/to/rewards.py
+        if not (PACKAGE / layer / name).is_file()
+    ]
+    assert not gone, f"docs/layout.md names modules that are not there (moved or folded?): {gone}"
+
+
+def private_imports(path: Path, *, attributes: bool) -> list[str]:
+    """``_``-names (not dunders) that ``path`` imports from a module of gdpo_trl, tests or scripts, and with
+    ``attributes`` those it reads from such a module imported whole (``builtins._cached_build``)."""
+    root, ours = PACKAGE.parent, ("gdpo_trl", "tests", "scripts")
+    found, modules = [], set()
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(ours)):
+            folder = root.joinpath(*(node.module or "").split("."))
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+                elif (folder / f"{alias.name}.py").is_file() or (folder / alias.name).is_dir():
+                    modules.add(alias.asname or alias.name)  # a module: from gdpo_trl.models import builtins
+        elif isinstance(node, ast.Import):
+            modules |= {alias.asname for alias in node.names if alias.asname and alias.name.startswith(ours)}
+    for node in ast.walk(tree) if attributes else ():
+        private = isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+        if private and isinstance(node.value, ast.Name) and node.value.id in modules:
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_private_name_crosses_modules():
+    """A name another module uses is public (or lives where it is used): the package and its scripts neither import
+    nor read a ``_``-name of another module, and the tests import none (they may still look at one, or stand in for
+    one with monkeypatch, to test a module's insides)."""
+    root = PACKAGE.parent
+    code = [*PACKAGE.rglob("*.py"), *(root / "scripts").rglob("*.py")]
+    found = [
+        f"{path.relative_to(root)}: {hit}" for path in sorted(code) for hit in private_imports(path, attributes=True)
+    ]
+    for path in sorted((root / "tests").rglob("*.py")):
+        found += [f"{path.relative_to(root)}: {hit}" for hit in private_imports(path, attributes=False)]
+    assert not found, "private names imported across modules:\n" + "\n".join(found)
 
 
 def test_each_layer_has_its_tests_folder():
