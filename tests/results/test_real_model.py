@@ -104,7 +104,7 @@ def test_the_docs_training_table_recomputes_from_the_log():
 
 def test_the_docs_eval_table_recomputes_from_the_summaries():
     table = doc_table("## Before and after")
-    for row, folder in (("SFT warm start (before)", "eval_sft"), ("after 10 GDPO steps", "eval_gdpo")):
+    for row, folder in (("the full fine-tune (before)", "eval_sft"), ("after 10 GDPO steps", "eval_gdpo")):
         m = json.loads((RESULTS / folder / "summary.json").read_text())["metrics"]
         expected = [f"{m['format_rate']:.3f}", f"{m['pass@1']:.3f}", f"{m['integer_rate']:.3f}",
                     f"{m['mean_completion_tokens']:.1f} tokens", f"{m['truncated_fraction']:.3f}"]  # fmt: skip
