@@ -18,8 +18,6 @@ import shlex
 import time
 from pathlib import Path
 
-from gdpo_trl.results.runs import TOTAL_REWARD, reward_ends, reward_key
-
 # The command line ``gdpo train`` was given, launch flags included, for the processes it starts (their own argv
 # holds only the recipe's flags).
 COMMAND_ENV = "GDPO_TRL_COMMAND"
@@ -42,6 +40,8 @@ def method_line(trainer, training_args) -> str:
 
 def reward_table(trainer) -> list[str]:
     """Markdown rows: each reward's weight and its mean over the first and last logged steps."""
+    from gdpo_trl.results.runs import TOTAL_REWARD, reward_ends, reward_key  # read after training: not on the way in
+
     rows, window = reward_ends(trainer.state.log_history, trainer.reward_func_names)
     ends = {metric: (first, last) for metric, first, last in rows}
     steps = "step" if window == 1 else f"{window} steps"
