@@ -214,6 +214,7 @@ def test_a_10_mb_row_is_refused_without_tokenizing_it(tmp_path, capsys, monkeypa
         raise AssertionError("tokenized the 10 MB row")
 
     monkeypatch.setattr(PreTrainedTokenizerBase, "apply_chat_template", no_tokenizing)
+    monkeypatch.setenv("GDPO_TRL_MAX_LINE_MB", "20")  # past the 4 MB a line the file reader refuses by default
     rows = [{"question": "What is 6 times 7?", "answer": "#### 42"}] * 2
     rows.insert(1, {"question": "x" * 10_000_000, "answer": "#### 1"})
     (tmp_path / "big.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
