@@ -53,7 +53,6 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     ``reward_funcs`` replaces the recipe's (a comparison's method may change them); default: the recipe's, built
     from the registry with ``reward_kwargs``. Raises :class:`~gdpo_trl.core.errors.InputError` for a user mistake.
     """
-    import torch
     from transformers import AutoTokenizer, set_seed
     from trl import get_peft_config, get_quantization_config
 
@@ -62,8 +61,6 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     # 1. Rewards and the output folder first: a misspelled name or an earlier run in the way fails in a second.
     check_recipe(script_args, training_args, model_args)  # ranges, JSON fields, weight counts, vLLM installed
     fit_to_machine(training_args, model_args)  # a GPU recipe on a CPU: sdpa for flash-attn, absent trackers left out
-    if training_args.cpu_threads is not None:  # the recipe's `env:` is read after torch is imported: too late for OMP
-        torch.set_num_threads(training_args.cpu_threads)
     set_seed(training_args.seed)
     reward_funcs = build_reward_funcs(script_args) if reward_funcs is None else reward_funcs
     check_rewards(reward_funcs, training_args)
