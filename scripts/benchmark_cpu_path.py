@@ -247,6 +247,29 @@ def evaluation(args, dtype: str, scratch: Path) -> float:
     return round((time.perf_counter() - start) / 60, 1)
 
 
+def check_arguments(args) -> None:
+    """Refuse, in one line naming the argument and the fix, what would fail late or hang (see --help)."""
+    if args.rounds < 1:
+        raise SystemExit(f"--rounds {args.rounds}: give 1 or more (runs of each path, alternating)")
+    if args.steps < 2:
+        raise SystemExit(f"--steps {args.steps}: give 2 or more (the first step of each run is left out)")
+    if args.busy < 0:
+        raise SystemExit(f"--busy {args.busy}: give 0 or more spinning processes")
+    if args.data and not all((Path(args.data) / name).is_file() for name in ("train.jsonl", "test.jsonl")):
+        raise SystemExit(f"--data {args.data}: no train.jsonl and test.jsonl there (openai/grade-school-math's files)")
+    from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.storage.local_paths import missing_folder_line
+
+    for model in [args.model]:
+        if not model.lower().endswith(".gguf") and (line := missing_folder_line(model, "--model")):
+            raise SystemExit(line)  # a mistyped local folder: gdpo train would name it only after the setup
+        try:
+            resolve_model(model)  # converts (and merges) once, outside the timings
+        except Exception as error:  # noqa: BLE001 - any failure to find the model is answered in one line
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise SystemExit(f"--model {model}: {first}") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -270,12 +293,11 @@ def main() -> None:
     if args._breakdown:
         print(json.dumps(decode_breakdown(args._breakdown, args.model)))
         return
+    check_arguments(args)
 
     from gdpo_trl.core.cpu_speed import choose_cpu_dtype
-    from gdpo_trl.core.plugins import resolve_model
     from gdpo_trl.models.shipped import machine
 
-    resolve_model(args.model)  # convert (and merge) once, outside the timings
     load = [round(x, 2) for x in os.getloadavg()]
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as tmp:
