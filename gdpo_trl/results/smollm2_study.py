@@ -106,8 +106,10 @@ def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
     return found
 
 
-def plot_training(logs: dict[str, list[dict]], seeds: list[int], out_png: Path) -> None:
-    """The RL arms' training curves, one panel per reward and the total: mean over seeds, min-max band."""
+def plot_training(logs: dict[str, list[dict]], seeds: list[int], out_png: Path, model: str = "SmolLM2-135M",
+                  study: str = "H8") -> None:
+    """The RL arms' training curves, one panel per reward and the total: mean over seeds, min-max band (study H9
+    draws its own with ``model`` and ``study``)."""
     from gdpo_trl.results.compare import MethodCurves, plot_comparison
     from gdpo_trl.results.runs import reward_key
 
@@ -118,7 +120,7 @@ def plot_training(logs: dict[str, list[dict]], seeds: list[int], out_png: Path) 
         runs = [logged_steps(logs, arm, seed) for seed in seeds]
         steps = [entry["step"] for entry in runs[0]]
         curves.append(MethodCurves(arm, steps, {key: [[entry[key] for entry in run] for run in runs] for key in keys}))
-    title = f"H8 on SmolLM2-135M: training batch means, seeds {seeds}"
+    title = f"{study} on {model}: training batch means, seeds {seeds}"
     plot_comparison(curves, names, out_png, window=1, title=title)
 
 
