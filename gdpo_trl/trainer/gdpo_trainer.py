@@ -26,6 +26,8 @@ TRL internals this relies on (checked against trl 1.16; the package pins ``trl>=
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 from transformers.utils import logging
 from trl import GRPOTrainer
@@ -37,6 +39,7 @@ from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.core.gd2po import gd2po_advantages
 from gdpo_trl.data.prompt_rows import check_prompt_column
 from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
+from gdpo_trl.trainer.fast_sampling import exact_sampling
 from gdpo_trl.trainer.lora_generation import check_merge_for_generation, lora_merged_for_generation
 from gdpo_trl.trainer.reward_pipeline import RewardWatch, prepare_rewards
 from gdpo_trl.trainer.safe_saves import StagedSaves
@@ -163,10 +166,11 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             )
 
     def _generate_single_turn(self, *args, **kwargs):
-        # merge_lora_for_generation: TRL's generation, on the adapters merged into a copy of the weights
-        if not self.args.merge_lora_for_generation:
-            return super()._generate_single_turn(*args, **kwargs)
-        with lora_merged_for_generation(self.accelerator.unwrap_model(self.model)):
+        # merge_lora_for_generation: TRL's generation, on the adapters merged into a copy of the weights;
+        # fast_sampling: its sampled tokens drawn by fast_sampling's inverse CDF (the same distribution)
+        model = self.accelerator.unwrap_model(self.model)
+        merged = lora_merged_for_generation(model) if self.args.merge_lora_for_generation else nullcontext()
+        with merged, exact_sampling(model) if self.args.fast_sampling else nullcontext():
             return super()._generate_single_turn(*args, **kwargs)
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
