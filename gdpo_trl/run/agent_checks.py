@@ -10,8 +10,8 @@ the model load with 37-55 lines of traceback; an agent reward on a source with n
 ``reward_conditions: {}``, trained on silently with rewards of 0. Here they fail in seconds:
 
 - :func:`check_agent_recipe` (before the data): agent rewards without an environment, empty ``reward_conditions``;
-  and a warning for text rewards on an agent source (format, correctness: they read a completion's text, so an
-  episode of messages scored 0.0 everywhere, without a word, issue 48);
+  and a warning for text rewards on an agent source (format, correctness: they read only an episode's last message,
+  so its tool calls earn nothing and format scores 0, without a word before, issue 48);
 - :func:`check_environments` (with the data and tokenizer, before the model): factories, a first ``reset`` per
   environment on its first row, and the chat template.
 """
@@ -51,8 +51,9 @@ def check_agent_recipe(script_args, training_args, environments) -> None:
     if text and environments is not None:  # a warning: a mixed source may mean them for its rows of plain text
         logger.warning(
             "reward_funcs %s score a completion's text, but dataset_name %r makes each completion a multi-turn "
-            "episode (messages with tool calls), which they score 0.0 throughout: use rewards that read the episode "
-            "(%s) or your own.",
+            "episode (tool calls and their answers), of which they read only the last message: the calls earn "
+            "nothing, and a layout the agent does not write (format's <think> block) scores 0. Use rewards that read "
+            "the episode (%s) or your own.",
             text, script_args.dataset_name, ", ".join(AGENT_REWARDS),
         )  # fmt: skip
 

@@ -77,7 +77,7 @@ def test_gdpo_eval_refuses_the_data_in_one_line(tmp_path, capsys, make, words):
 
 # (id, reward_funcs, dataset_name, whether one warning line names them)
 AGENT_ROWS = [
-    ("text_rewards_on_agent", ["format", "correctness"], "agent", True),  # before: 0.0 everywhere, nothing said
+    ("text_rewards_on_agent", ["format", "correctness"], "agent", True),  # before: nothing said
     ("tool_reward_beside_agent_ones", ["agent_success", "tool_format"], "agent", True),
     ("agent_rewards", ["agent_success", "agent_format", "agent_cost"], "agent", False),
     ("text_rewards_on_text", ["format", "correctness"], "sample", False),
@@ -99,7 +99,8 @@ def test_text_rewards_on_an_agent_source_are_warned_about_in_one_line(caplog, fu
     if warned:
         text = [name for name in funcs if not name.startswith("agent_")]
         assert lines[0].startswith(f"reward_funcs {text} score a completion's text, but dataset_name 'agent' makes")
-        assert "0.0 throughout" in lines[0] and "agent_success, agent_format, agent_cost" in lines[0]
+        assert "they read only the last message: the calls earn nothing" in lines[0]
+        assert "agent_success, agent_format, agent_cost" in lines[0]
 
 
 @pytest.fixture
