@@ -167,7 +167,14 @@ def load_local_folder(folder: Path, split: str, config: str | None = None, what:
     if (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file():
         saved = datasets.load_from_disk(str(folder))
         return _pick_split(saved, split, folder, what) if isinstance(saved, datasets.DatasetDict) else saved
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in BUILDERS and p.is_file())
+    from datasets.data_files import FILES_TO_IGNORE  # a Hub clone's README, dataset_infos.json, ...: not data
+
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix.lower() in BUILDERS and p.is_file() and p.name not in FILES_TO_IGNORE
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)  # hidden: datasets skips them too
+    )  # fmt: skip
     if not files:
         raise InputError(f"{what} folder {folder} holds no .json, .jsonl or .parquet file.")
     check_one_format(files, folder, what)

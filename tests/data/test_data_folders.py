@@ -110,3 +110,12 @@ def test_a_line_over_the_limit_is_refused_and_the_limit_can_be_raised(tmp_path, 
     monkeypatch.setenv("GDPO_TRL_MAX_LINE_MB", "lots")
     with pytest.raises(InputError, match=r"GDPO_TRL_MAX_LINE_MB='lots' is not a positive number of MB"):
         load_source(str(path))
+
+
+def test_a_hub_clone_s_metadata_beside_parquet_is_not_a_second_format(tmp_path):
+    """dataset_infos.json and hidden files are not data (datasets skips them): no mixed-formats refusal."""
+    write(tmp_path / "data" / "train" / "a.parquet", ROWS[:2])
+    (tmp_path / "data" / "dataset_infos.json").write_text("{}")
+    (tmp_path / "data" / ".cache").mkdir()
+    (tmp_path / "data" / ".cache" / "x.jsonl").write_text("not json\n")
+    assert sorted(load_source(str(tmp_path / "data"))["answer"], key=int) == ["0", "2"]
