@@ -46,14 +46,16 @@ def limit_mb(variable: str, default: float) -> float:
     return value
 
 
-def check_file_size(path: Path, what: str = "data") -> None:
-    """Refuse a file larger than :data:`MAX_FILE_ENV` MB before anything reads it."""
+def check_file_size(path: Path, what: str = "data", files: list[Path] | None = None) -> None:
+    """Refuse a file (or a folder's ``files`` together) larger than :data:`MAX_FILE_ENV` MB before anything reads
+    it."""
     limit = limit_mb(MAX_FILE_ENV, DEFAULT_MAX_FILE_MB)
-    size = path.stat().st_size
+    size = sum(p.stat().st_size for p in files) if files is not None else path.stat().st_size
     if size > limit * 1e6:
+        kind = f"folder {path} holds {len(files)} data files of" if files is not None else f"file {path} is"
         raise InputError(
-            f"{what} file {path} is {size / 1e6:,.0f} MB, more than the {limit:g} MB read at most: check it is the "
-            f"file you meant, or set {MAX_FILE_ENV} higher (reading it takes several times its size in memory)."
+            f"{what} {kind} {size / 1e6:,.0f} MB, more than the {limit:g} MB read at most: check it is the "
+            f"data you meant, or set {MAX_FILE_ENV} higher (reading it takes several times its size in memory)."
         )
 
 
@@ -178,6 +180,7 @@ def load_local_folder(folder: Path, split: str, config: str | None = None, what:
     if not files:
         raise InputError(f"{what} folder {folder} holds no .json, .jsonl or .parquet file.")
     check_one_format(files, folder, what)
+    check_file_size(folder, what, files)
     for path in files:
         check_data_file(path, what)
     names = datasets.get_dataset_config_names(str(folder))

@@ -119,3 +119,11 @@ def test_a_hub_clone_s_metadata_beside_parquet_is_not_a_second_format(tmp_path):
     (tmp_path / "data" / ".cache").mkdir()
     (tmp_path / "data" / ".cache" / "x.jsonl").write_text("not json\n")
     assert sorted(load_source(str(tmp_path / "data"))["answer"], key=int) == ["0", "2"]
+
+
+def test_a_folder_over_the_size_limit_together_is_refused(tmp_path):
+    for name in ("a.jsonl", "b.jsonl"):  # 600 MB each, sparse: under the limit alone, over it together
+        write(tmp_path / "data" / name, ROWS[:1])
+        os.truncate(tmp_path / "data" / name, 600 * 10**6)
+    with pytest.raises(InputError, match=r"data folder .*data holds 2 data files of 1,200 MB, more than the 1000 MB"):
+        load_source(str(tmp_path / "data"))
