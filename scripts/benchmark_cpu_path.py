@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RECIPE = ROOT / "recipes/cpu/smollm2_gdpo/config.yaml"
 OUT = ROOT / "docs/results/real_model/cpu_path.json"
+SIDE_BY_SIDE = ROOT / "docs/results/real_model/cpu_path_side_by_side.json"
 MODEL = "builtin:smollm2-135m-gsm8k-format"
 PATHS = {
     "before": (
@@ -46,6 +47,8 @@ PATHS = {
         ["--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2"],
         "PASSIVE",
     ),
+    # The lean path with the exact fast sampler (fast_sampling): what --side_by_side compares with "before".
+    "after, fast sampling": (["--fast_sampling", "true"], "PASSIVE"),
 }
 
 
@@ -53,27 +56,35 @@ def gdpo(*args: str) -> list[str]:
     return [str(Path(sys.executable).with_name("gdpo")), *args]
 
 
-def recipe_step(path: str, args, scratch: Path) -> dict:
-    """One short run of the recipe on ``path``'s settings: its step times, tokens and peak memory."""
+def recipe_step(path: str, args, scratch: Path, model: str | None = None, steps: int | None = None) -> dict:
+    """One short run of the recipe on ``path``'s settings (``model``, ``steps``: other than ``--model``,
+    ``--steps``): its step times, tokens and peak memory."""
     overrides, policy = PATHS[path]
+    steps = steps or args.steps
     out = scratch / f"{path}-{time.monotonic_ns()}"
     data = ["--dataset_name", str(Path(args.data) / "train.jsonl")] if args.data else []
-    command = gdpo("train", "--config", str(RECIPE), "--max_steps", str(args.steps), "--output_dir", str(out))
+    command = gdpo("train", "--config", str(RECIPE), "--max_steps", str(steps), "--output_dir", str(out))
     command += [
         "--save_strategy",
         "no",
         "--disable_tqdm",
         "true",
         "--model_name_or_path",
-        args.model,
+        model or args.model,
         *data,
         *overrides,
     ]
     rss = scratch / "rss.txt"
     env = {**os.environ, "OMP_WAIT_POLICY": policy, "HF_HUB_OFFLINE": "1"}
-    subprocess.run(["/usr/bin/time", "-o", str(rss), "-f", "%M", *command], env=env, check=True, capture_output=True)
+    load = load_now()
+    done = subprocess.run(
+        ["/usr/bin/time", "-o", str(rss), "-f", "%M", *command], env=env, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise SystemExit(f"gdpo train ({path}) failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     logs = [e for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "step_time" in e]
     return {
+        "load": [load, load_now()],
         "step_seconds": [round(e["step_time"], 1) for e in logs],
         "completion_tokens": [round(e["completions/mean_length"] * 16) for e in logs],
         "peak_gb": round(int(rss.read_text().split()[-1]) / 2**20, 2),
@@ -104,7 +115,21 @@ def _model_and_batch(threads: int, model: str):
     return loaded, batch, dtype
 
 
-def generate(threads: int, model: str, lora: str = "none") -> dict:
+# The sampling settings TRL's transformers generation uses with the recipes (GRPOConfig's defaults: no top-k or
+# top-p filter; transformers' own default would add top-k 50, which training never samples with).
+TRL_SAMPLING = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
+
+
+def sampler_context(model, sampler: str):
+    """``transformers``: generate's own sampler; ``fast``: gdpo_trl.trainer.fast_sampling's (``fast_sampling``)."""
+    import contextlib
+
+    from gdpo_trl.trainer.fast_sampling import exact_sampling
+
+    return exact_sampling(model) if sampler == "fast" else contextlib.nullcontext()
+
+
+def generate(threads: int, model: str, lora: str = "none", sampler: str = "transformers") -> dict:
     """16 x 64 sampled tokens of the format start in the lean dtype (run in a child: the wait policy is read once).
     ``lora``: ``none``, or the recipes' LoRA (rank 16 on every linear layer) sampled ``through`` the adapters, as TRL
     does, or ``merged`` into a copy of the weights, as ``merge_lora_for_generation`` does."""
@@ -123,25 +148,68 @@ def generate(threads: int, model: str, lora: str = "none") -> dict:
         model = get_peft_model(model, config).eval()
         merged = lora_merged_for_generation(model) if lora == "merged" else merged
     torch.manual_seed(0)
-    with torch.no_grad(), merged:
-        model.generate(**batch, max_new_tokens=4, do_sample=True)  # warm-up
+    with torch.no_grad(), merged, sampler_context(model, sampler):
+        model.generate(**batch, max_new_tokens=4, **TRL_SAMPLING)  # warm-up
         start = time.perf_counter()
-        model.generate(**batch, max_new_tokens=64, min_new_tokens=64, do_sample=True)
+        model.generate(**batch, max_new_tokens=64, min_new_tokens=64, **TRL_SAMPLING)
     seconds = time.perf_counter() - start
     return {"seconds": round(seconds, 1), "tokens_per_second": round(16 * 64 / seconds, 1), "dtype": dtype}
 
 
-def decode_breakdown(threads: int, model: str) -> dict:
-    """Where a decode step's time goes (run in a child, like :func:`generate`): the prompt pass (one new token), one
-    decode step of 16 sequences (64 new tokens, less the prompt pass, over 63), every linear layer applied to 16 rows
-    (the weights read once, as in a decode step) and the rate it reads them at, and drawing 16 tokens from the
-    49,152-token vocabulary as generate samples (``torch.multinomial``)."""
+# Where a decode step's time goes, by the profiler's self time of each operator (self time: nothing is counted twice
+# where one operator calls another). Operators not named here are "the rest", with Python between operators.
+CATEGORIES = {
+    "linear_layers": ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::t"),
+    "attention": ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::scaled_dot_product_attention"),
+    # transformers' sampler (softmax, then multinomial: an exponential per vocabulary entry, divide, argmax) and
+    # fast_sampling's (softmax, block sums, float64 cumulative sums, two uniforms, searchsorted, the one-hot scores)
+    "sampling": (
+        "aten::softmax", "aten::_softmax", "aten::multinomial", "aten::exponential_", "aten::div", "aten::argmax",
+        "aten::cumsum", "aten::searchsorted", "aten::gather", "aten::uniform_", "aten::rand",
+        "aten::minimum", "aten::nextafter", "aten::isfinite", "aten::full_like", "aten::fill_", "aten::scatter_",
+        "aten::constant_pad_nd",
+    ),
+    "kv_cache_and_concatenation": ("aten::cat",),  # the growing key/value cache, rotary halves, the token ids
+}  # fmt: skip
+# Operators both the model and a sampler call (the norms' float32 upcasts, generate's float32 copy of the last
+# logits, the sampler's block sums): kept apart as "casts_and_copies", not guessed into one side.
+SHARED = ("aten::_to_copy", "aten::copy_", "aten::sum")
+
+
+def profile_categories(work) -> dict:
+    """Milliseconds of self CPU time per category (and ``casts_and_copies``) for one call of ``work``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        work()
+    found = dict.fromkeys([*CATEGORIES, "casts_and_copies"], 0.0)
+    found["profiled_wall"] = (time.perf_counter() - start) * 1e3
+    for event in prof.key_averages():
+        if event.key in SHARED:
+            found["casts_and_copies"] += event.self_cpu_time_total / 1e3
+            continue
+        for name, ops in CATEGORIES.items():
+            if event.key in ops:
+                found[name] += event.self_cpu_time_total / 1e3
+    return found
+
+
+def decode_breakdown(threads: int, model: str, sampler: str = "transformers") -> dict:
+    """Where a decode step's time goes (run in a child, like :func:`generate`), 16 sequences sampled as TRL samples
+    (temperature 1, no filter) with ``sampler``: the prompt pass (one new token) and one decode step (64 new tokens
+    less the prompt pass, over 63), the fastest of two, unprofiled; then, profiled, the decode step again and each
+    category's milliseconds of it (the 64-token run less the 1-token run, over 63), "the rest" being the profiled
+    step less the categories (Python between operators, the small kernels named nowhere, the profiler's own cost). Also every linear layer applied to 16 rows alone
+    (the weights read once, as in a decode step) and the rate it reads them at, and the bytes a decode step must
+    read at least (every linear layer's weights, the output head's included)."""
     import torch
 
+    load = os.getloadavg()[0]
     model, batch, _ = _model_and_batch(threads, model)
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
 
-    def timed(work, repeats: int = 3) -> float:  # the fastest of a few: the machine's noise only adds
+    def timed(work, repeats: int = 2) -> float:  # the fastest of a few: the machine's noise only adds
         found = []
         for _ in range(repeats):
             start = time.perf_counter()
@@ -150,22 +218,76 @@ def decode_breakdown(threads: int, model: str) -> dict:
         return min(found)
 
     torch.manual_seed(0)
-    with torch.no_grad():
-        model.generate(**batch, max_new_tokens=4, do_sample=True)  # warm-up
-        prompt = timed(lambda: model.generate(**batch, max_new_tokens=1, do_sample=True))
-        whole = timed(lambda: model.generate(**batch, max_new_tokens=64, min_new_tokens=64, do_sample=True))
+    with torch.no_grad(), sampler_context(model, sampler):
+        model.generate(**batch, max_new_tokens=4, **TRL_SAMPLING)  # warm-up
+        one = lambda: model.generate(**batch, max_new_tokens=1, **TRL_SAMPLING)  # noqa: E731
+        whole = lambda: model.generate(**batch, max_new_tokens=64, min_new_tokens=64, **TRL_SAMPLING)  # noqa: E731
+        prompt, steps = timed(one), timed(whole)
+        profiled = [profile_categories(one), profile_categories(whole)]
         rows = {n: torch.randn(16, n, dtype=model.dtype) for n in {m.in_features for m in linears}}
-        matmuls = timed(lambda: [m(rows[m.in_features]) for m in linears], repeats=10)
-        probs = torch.softmax(torch.randn(16, model.config.vocab_size), dim=-1)
-        draw = timed(lambda: torch.multinomial(probs, 1), repeats=10)
+        matmuls = timed(lambda: [m(rows[m.in_features]) for m in linears], repeats=5)
     weights = sum(m.weight.numel() * m.weight.element_size() for m in linears)
+    step_ms = (steps - prompt) / 63 * 1e3
+    per_step = {name: (profiled[1][name] - profiled[0][name]) / 63 for name in profiled[0]}
+    profiled_step = per_step.pop("profiled_wall")
+    categories = {name: round(ms, 1) for name, ms in per_step.items()}
+    categories["rest"] = round(profiled_step - sum(per_step.values()), 1)  # Python, small kernels, the profiler
     return {
+        "sampler": sampler,
+        "load": [round(load, 2), round(os.getloadavg()[0], 2)],
+        "vocabulary": model.config.vocab_size,
         "prompt_tokens": int(batch["input_ids"].numel()),
         "prompt_pass_seconds": round(prompt, 2),
-        "decode_step_ms": round((whole - prompt) / 63 * 1e3, 1),
-        "linear_layers_ms": round(matmuls * 1e3, 1),
-        "linear_layers_weights_gb_per_s": round(weights / matmuls / 1e9, 2),
-        "sampling_ms": round(draw * 1e3, 1),
+        "decode_step_ms": round(step_ms, 1),
+        "profiled_decode_step_ms": round(profiled_step, 1),
+        "decode_step_ms_by_category": categories,
+        "weights_read_per_step_gb": round(weights / 1e9, 3),
+        "linear_layers_alone_ms": round(matmuls * 1e3, 1),
+        "linear_layers_alone_weights_gb_per_s": round(weights / matmuls / 1e9, 2),
+    }
+
+
+def train_share(threads: int, model: str, completion: int = 150) -> dict:
+    """One micro-batch of the recipe's training (4 sequences: a GSM8K prompt and ``completion`` tokens, LoRA r=16 on
+    every linear layer, bfloat16 where the CPU has it), forward and backward as TRL's loss takes them (log-
+    probabilities of the completion positions only), timed (fastest of three) and counted in matrix FLOPs by torch's
+    FlopCounterMode; then this process's bfloat16 2048^3 matrix-product rate, right after, for the share."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from torch.utils.flop_counter import FlopCounterMode
+
+    load = os.getloadavg()[0]
+    loaded, batch, dtype = _model_and_batch(threads, model)
+    config = LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM")
+    peft_model = get_peft_model(loaded, config).train()
+    prompt = batch["input_ids"][:4]
+    ids = torch.cat([prompt, torch.randint(100, 1000, (4, completion), generator=torch.Generator().manual_seed(0))], 1)
+    mask = torch.cat([batch["attention_mask"][:4], torch.ones(4, completion, dtype=torch.long)], 1)
+
+    def step():
+        logits = peft_model(input_ids=ids, attention_mask=mask, logits_to_keep=completion + 1).logits[:, :-1]
+        logps = torch.log_softmax(logits.float(), -1).gather(-1, ids[:, -completion:, None])
+        (-logps.mean()).backward()
+        peft_model.zero_grad(set_to_none=True)
+
+    step()  # warm-up
+    with FlopCounterMode(display=False) as counter:
+        step()
+    found = []
+    for _ in range(3):
+        start = time.perf_counter()
+        step()
+        found.append(time.perf_counter() - start)
+    seconds = min(found)
+    rate = bounds(copy=False)["gemm_gflops_bfloat16"]
+    flops = counter.get_total_flops()
+    return {
+        "load": [round(load, 2), round(os.getloadavg()[0], 2)],
+        "dtype": dtype,
+        "tokens": int(mask.sum()),
+        "matrix_gflop": round(flops / 1e9, 1),
+        "seconds": round(seconds, 2),
+        "gemm_gflops_bfloat16": rate,
     }
 
 
@@ -193,7 +315,7 @@ def threads_under_load(busy: int, limit: float, model: str) -> list[dict]:
     return rows
 
 
-def bounds() -> dict:
+def bounds(copy: bool = True) -> dict:
     """Matrix-product GFLOP/s (float32, bfloat16; 2048^3, this process's threads) and copy bandwidth in GB/s."""
     import torch
 
@@ -207,6 +329,8 @@ def bounds() -> dict:
         found[f"gemm_gflops_{str(dtype).split('.')[1]}"] = round(
             5 * 2 * 2048**3 / (time.perf_counter() - start) / 1e9, 1
         )
+    if not copy:
+        return found
     big = torch.empty(2**28 // 4)  # 256 MiB
     big.clone()
     start = time.perf_counter()
@@ -236,6 +360,103 @@ def against_bounds(threads: list[dict], bounds: dict) -> dict:
     }
 
 
+def child(*args: str, limit: float = 1800.0) -> dict:
+    """This script run again in a fresh process as gdpo runs (two threads, OpenMP waiting passive): its last line."""
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True, timeout=limit)
+    if done.returncode:
+        raise SystemExit(f"benchmark_cpu_path.py {' '.join(args)} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def load_now() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def side_by_side(args, save) -> dict:
+    """The decode-step breakdown with transformers' sampler and fast_sampling's, alternating, ``--rounds`` each per
+    model; one training micro-batch per model against the bf16 matrix rate; the machine's bounds before and after;
+    and, with ``--step_rounds``, the SmolLM2 recipe step on float32 against the lean path with fast sampling,
+    alternating; one step of each ``--big_model_step`` model. Every row carries the load average at its start and
+    end; ``save(record)`` is called after each row (a long run leaves what it measured)."""
+    record = {
+        "bounds": [bounds() | {"load": load_now()}],
+        "decode": [],
+        "training": [],
+        "runs": {},
+        "big_model_step": [],
+    }
+
+    def add(key: str, row: dict) -> None:  # each row printed and the file written as it comes (a long run)
+        record[key].append(row)
+        print(json.dumps(row), flush=True)
+        save(record)
+
+    for model in args.models:
+        for r in range(args.rounds):
+            for sampler in ("transformers", "fast") if r % 2 == 0 else ("fast", "transformers"):
+                found = child("--_breakdown", "2", "--_sampler", sampler, "--model", model)
+                add("decode", {"model": model, "round": r + 1, **found})
+        add("training", {"model": model, **child("--_train", "2", "--model", model)})
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.step_rounds:
+            record["runs"] = runs = {"before": [], "after, fast sampling": []}
+            for r in range(args.step_rounds):
+                for path in list(runs) if r % 2 == 0 else list(runs)[::-1]:
+                    runs[path].append(recipe_step(path, args, Path(tmp)))
+                    print(f"round {r + 1} {path}: {json.dumps(runs[path][-1])}", flush=True)
+                    save(record)
+        for model in args.big_model_step:  # one step of the recipe on a bigger model: its time and peak memory
+            add("big_model_step", {"model": model, **recipe_step("after, fast sampling", args, Path(tmp), model, 1)})
+    record["bounds"].append(bounds() | {"load": load_now()})
+    return record
+
+
+def median_of(rows: list[dict], key) -> float:
+    return round(statistics.median(key(r) for r in rows), 1)
+
+
+def side_by_side_summary(record: dict) -> dict:
+    """The figures the docs quote, from ``record``'s raw rows: per model and sampler the median decode step, its
+    categories and the share of the copy bandwidth a whole decode step reaches (the weights it must read over its
+    time); fast over transformers; training's share of the bf16 matrix rate; the recipe step's ratio."""
+    copy = statistics.median(b["copy_gb_per_s"] for b in record["bounds"])
+    summary: dict = {"copy_gb_per_s": copy, "models": {}}
+    for model in dict.fromkeys(r["model"] for r in record["decode"]):
+        found: dict = {}
+        for sampler in ("transformers", "fast"):
+            rows = [r for r in record["decode"] if r["model"] == model and r["sampler"] == sampler]
+            step = median_of(rows, lambda r: r["decode_step_ms"])
+            found[sampler] = {
+                "decode_step_ms": step,
+                "by_category_ms": {
+                    c: median_of(rows, lambda r, c=c: r["decode_step_ms_by_category"][c])
+                    for c in rows[0]["decode_step_ms_by_category"]
+                },
+                "share_of_copy_bandwidth": round(rows[0]["weights_read_per_step_gb"] / (step / 1e3) / copy, 2),
+                "load": [min(min(r["load"]) for r in rows), max(max(r["load"]) for r in rows)],
+            }
+        found["decode_step_fast_over_transformers"] = round(
+            found["fast"]["decode_step_ms"] / found["transformers"]["decode_step_ms"], 2
+        )
+        train = [r for r in record["training"] if r["model"] == model]
+        if train:
+            t = train[0]
+            found["training_gflops"] = round(t["matrix_gflop"] / t["seconds"], 1)
+            found["training_share_of_bf16_gemm"] = round(
+                t["matrix_gflop"] / t["seconds"] / t["gemm_gflops_bfloat16"], 2
+            )
+        summary["models"][model] = found
+    runs = record.get("runs") or {}
+    if runs:
+        steps = {path: [t for run in found for t in run["step_seconds"][1:]] for path, found in runs.items()}
+        before, after = statistics.median(steps["before"]), statistics.median(steps["after, fast sampling"])
+        summary["step_seconds"] = {"before": before, "after, fast sampling": after}
+        summary["step_ratio_after_over_before"] = round(after / before, 2)
+        summary["peak_gb"] = {path: max(run["peak_gb"] for run in found) for path, found in runs.items()}
+    return summary
+
+
 def evaluation(args, dtype: str, scratch: Path) -> float:
     """Minutes for `gdpo eval` greedy on the first 200 GSM8K test problems (the lean dtype's into ``--eval_dir``
     when given: the same command as study H8's evaluation of the start, which can reuse it)."""
@@ -247,6 +468,14 @@ def evaluation(args, dtype: str, scratch: Path) -> float:
     return round((time.perf_counter() - start) / 60, 1)
 
 
+def same_training(one: dict, other: dict) -> bool | None:
+    """Whether two runs logged the same rewards and loss at every step; None (not checked) where every reward of
+    both is 0: runs that score nothing train on nothing, so their equality says nothing."""
+    if not any(v for run in (one, other) for step in run["rewards"] for v in step):
+        return None
+    return (one["rewards"], one["loss"]) == (other["rewards"], other["loss"])
+
+
 def check_arguments(args) -> None:
     """Refuse, in one line naming the argument and the fix, what would fail late or hang (see --help)."""
     if args.rounds < 1:
@@ -255,12 +484,14 @@ def check_arguments(args) -> None:
         raise SystemExit(f"--steps {args.steps}: give 2 or more (the first step of each run is left out)")
     if args.busy < 0:
         raise SystemExit(f"--busy {args.busy}: give 0 or more spinning processes")
+    if args.step_rounds < 0:
+        raise SystemExit(f"--step_rounds {args.step_rounds}: give 0 (no recipe step) or more")
     if args.data and not all((Path(args.data) / name).is_file() for name in ("train.jsonl", "test.jsonl")):
         raise SystemExit(f"--data {args.data}: no train.jsonl and test.jsonl there (openai/grade-school-math's files)")
     from gdpo_trl.core.plugins import resolve_model
     from gdpo_trl.storage.local_paths import missing_folder_line
 
-    for model in [args.model]:
+    for model in [args.model, *args.models]:
         if not model.lower().endswith(".gguf") and (line := missing_folder_line(model, "--model")):
             raise SystemExit(line)  # a mistyped local folder: gdpo train would name it only after the setup
         try:
@@ -286,14 +517,58 @@ def main() -> None:
     parser.add_argument("--_generate", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--_lora", default="none", choices=("none", "through", "merged"), help=argparse.SUPPRESS)
     parser.add_argument("--_breakdown", type=int, help="only where a decode step's time goes, with this many threads")
+    parser.add_argument("--_sampler", default="transformers", choices=("transformers", "fast"), help=argparse.SUPPRESS)
+    parser.add_argument("--_train", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--side_by_side",
+        action="store_true",
+        help="only the decode breakdown (transformers' sampler against fast_sampling, alternating, --rounds each), "
+        "a training micro-batch against the bf16 matrix rate, per --models, and --step_rounds recipe steps; writes "
+        f"{SIDE_BY_SIDE.relative_to(ROOT)}",
+    )
+    parser.add_argument("--models", nargs="*", default=[], help="models for --side_by_side (default: --model)")
+    parser.add_argument("--step_rounds", type=int, default=0, help="--side_by_side: recipe-step runs per path")
+    parser.add_argument(
+        "--big_model_step",
+        nargs="*",
+        default=[],
+        help="--side_by_side: models to run one recipe step of (peak memory)",
+    )
     args = parser.parse_args()
     if args._generate:
-        print(json.dumps(generate(args._generate, args.model, args._lora)))
+        print(json.dumps(generate(args._generate, args.model, args._lora, args._sampler)))
         return
     if args._breakdown:
-        print(json.dumps(decode_breakdown(args._breakdown, args.model)))
+        print(json.dumps(decode_breakdown(args._breakdown, args.model, args._sampler)))
+        return
+    if args._train:
+        print(json.dumps(train_share(args._train, args.model)))
         return
     check_arguments(args)
+    if args.side_by_side:
+        from gdpo_trl.models.shipped import machine
+
+        args.models = args.models or [args.model]
+        output = Path(args.output) if args.output != str(OUT) else SIDE_BY_SIDE
+        setup = {
+            "machine": f"{machine()}, {os.cpu_count()} CPU cores, no GPU",
+            "setup": f"{' '.join(args.models)}: {args.rounds} rounds per sampler; recipe step: {args.step_rounds} "
+            f"runs x {args.steps} steps per path (first left out), {args.model}",
+            "command": "python scripts/benchmark_cpu_path.py " + " ".join(sys.argv[1:]),
+        }
+
+        def save(record: dict, final: bool = False) -> None:
+            try:
+                summary = side_by_side_summary(record)
+            except (StopIteration, IndexError, KeyError, statistics.StatisticsError, ZeroDivisionError):
+                summary = None  # not every path measured yet
+            done = {"complete": final, **setup, "summary": summary, **record}
+            output.write_text(json.dumps(done, indent=2) + "\n")
+
+        record = side_by_side(args, save)
+        save(record, final=True)
+        print(json.dumps(side_by_side_summary(record), indent=2))
+        return
 
     from gdpo_trl.core.cpu_speed import choose_cpu_dtype
     from gdpo_trl.models.shipped import machine
@@ -321,12 +596,13 @@ def main() -> None:
     result = {
         "step_seconds_before": statistics.median(steps["before"]),
         "step_seconds_after": statistics.median(steps["after"]),
-        "step_ratio_after_over_before": round(statistics.median(steps["after"]) / statistics.median(steps["before"]), 2),
+        "step_ratio_after_over_before": round(
+            statistics.median(steps["after"]) / statistics.median(steps["before"]), 2
+        ),
         "peak_gb_before": max(run["peak_gb"] for run in runs["before"]),
         "peak_gb_after": max(run["peak_gb"] for run in runs["after"]),
         "peak_gb_micro_batches_of_8": micro["peak_gb"],
-        "same_training_as_micro_batches_of_8": (micro["rewards"], micro["loss"])
-        == (runs["after"][0]["rewards"], runs["after"][0]["loss"]),
+        "same_training_as_micro_batches_of_8": same_training(micro, runs["after"][0]),
         "eval_200_minutes": evals.get(dtype),
         "eval_200_minutes_float32": evals.get("float32"),
         "dtype": why,
@@ -337,9 +613,13 @@ def main() -> None:
         "bounds": measured_bounds,
         "generation_vs_bounds": against_bounds(threads, measured_bounds),
         "decode_breakdown": json.loads(
-            subprocess.run([sys.executable, __file__, "--_breakdown", "2", "--model", args.model], check=True,
-                           capture_output=True, text=True, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
-                           ).stdout.splitlines()[-1]
+            subprocess.run(
+                [sys.executable, __file__, "--_breakdown", "2", "--model", args.model],
+                check=True,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
+            ).stdout.splitlines()[-1]
         ),  # as gdpo runs it: two threads, passive  # fmt: skip
         "setup": f"{args.model}, recipes/cpu/smollm2_gdpo, {args.rounds} runs x {args.steps} steps per path (first left out)",
     }

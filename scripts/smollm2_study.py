@@ -31,7 +31,7 @@ STEPS = 10
 # The recipes' micro-batches when H8 was registered (16 completions trained on as 2 x 8); the recipes may change.
 MICRO_BATCHES = ["--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2"]
 # Registered before the recipes sampled from merged LoRA weights: the study's runs sample through the adapters.
-UNMERGED = ["--merge_lora_for_generation", "false"]
+UNMERGED = ["--merge_lora_for_generation", "false", "--fast_sampling", "false"]  # and with transformers' sampler
 EVAL = ["--limit", "200", "--max_new_tokens", "256", "--batch_size", "50", "--dtype", "bfloat16"]
 
 
