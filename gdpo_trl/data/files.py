@@ -115,11 +115,15 @@ def check_jsonl(path: Path, what: str = "data") -> None:
 
 
 def check_data_file(path: Path, what: str = "data") -> None:
-    """The checks of one file before ``datasets`` reads it: :func:`check_jsonl` for a ``.jsonl``, the size of any."""
+    """The checks of one file before ``datasets`` reads it: :func:`check_jsonl` for a ``.jsonl``, the size of any,
+    the length of a ``.csv``'s lines (pyarrow grows its block to hold the longest)."""
     if path.suffix.lower() == ".jsonl":
         check_jsonl(path, what)
-    else:
-        check_file_size(path, what)
+        return
+    check_file_size(path, what)
+    if path.suffix.lower() == ".csv":
+        for _ in jsonl_lines(path):  # a block at a time: the first line over the limit is refused
+            pass
 
 
 def check_one_format(files: list[Path], folder: Path, what: str = "data") -> None:

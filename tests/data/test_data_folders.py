@@ -127,3 +127,10 @@ def test_a_folder_over_the_size_limit_together_is_refused(tmp_path):
         os.truncate(tmp_path / "data" / name, 600 * 10**6)
     with pytest.raises(InputError, match=r"data folder .*data holds 2 data files of 1,200 MB, more than the 1000 MB"):
         load_source(str(tmp_path / "data"))
+
+
+def test_a_csv_line_over_the_limit_is_refused(tmp_path):
+    path = tmp_path / "rows.csv"
+    path.write_text("question,answer\n" + "x" * 5_000_000 + ",#### 1\n")
+    with pytest.raises(InputError, match=r"rows.csv:2: a line longer than 4 MB"):
+        load_source(str(path))
