@@ -53,6 +53,8 @@ def test_overwrite_never_deletes_the_model_it_trains(tmp_path, capsys, monkeypat
     earlier_run(out, "checkpoints")
     (out / "config.json").write_text("{}")  # the final model of that run
     shutil.copy(out / "checkpoint-4" / "model.safetensors", out / "model.safetensors")
+    for folder in (out, out / "checkpoint-4"):  # a run saves its tokenizer beside each model
+        (folder / "tokenizer_config.json").write_text("{}")
     model = where.replace("{out}", str(out))
     flags = ["--overwrite_output_dir", "true"]
     words = ["--overwrite_output_dir true would delete", f"model_name_or_path {model!r}"]
