@@ -14,6 +14,7 @@ background, niced, and again after a stop to go on::
 
     nohup nice -n 10 python scripts/qwen_study.py run --data DATA > outputs/qwen_gdpo_grpo.log 2>&1 &
     python scripts/qwen_study.py status     # where it stands, no outcome
+    python scripts/qwen_study.py analyze    # once the stopping rule says so: tables, curves, raw logs, completions
 """
 
 from __future__ import annotations
@@ -157,19 +158,26 @@ def pilot(args) -> None:
     write_pilot(out, Path(args.docs))
 
 
+def analyze(args) -> None:
+    """Write the tables, the curves, the raw logs and every evaluation under docs/results/ (as pre-registered)."""
+    from gdpo_trl.results.qwen_study import write
+
+    write(Path(args.out), Path(args.docs))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["pilot", "run", "status"])
+    parser.add_argument("command", choices=["pilot", "run", "status", "analyze"])
     parser.add_argument("--data", help="the GSM8K folder (train.jsonl, test.jsonl), for pilot and run")
     parser.add_argument("--out", default=str(ROOT / "outputs" / STUDY), help=f"default: outputs/{STUDY}")
     parser.add_argument("--workers", type=int, default=1, help="jobs at a time, one torch thread each (default 1)")
-    parser.add_argument("--docs", default=str(ROOT / "docs" / "results"), help="where pilot writes (docs/results)")
+    parser.add_argument("--docs", default=str(ROOT / "docs" / "results"), help="where pilot and analyze write (docs/results)")
     args = parser.parse_args()
     if args.command in ("pilot", "run") and not args.data:
         parser.error(f"{args.command} needs --data (the GSM8K folder)")
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
-    {"pilot": pilot, "run": run, "status": status}[args.command](args)
+    {"pilot": pilot, "run": run, "status": status, "analyze": analyze}[args.command](args)
 
 
 if __name__ == "__main__":

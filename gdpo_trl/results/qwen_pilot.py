@@ -17,7 +17,9 @@ too few to train and evaluate a study on, and BFCL, its evaluation, needs a day 
 
 from __future__ import annotations
 
+import gzip
 import json
+import shutil
 import statistics
 from pathlib import Path
 
@@ -95,12 +97,27 @@ def tables(result: dict) -> str:
         pairs = ", ".join(f"{k} {'n/a' if v is None else f'{v:+.2f}'}" for k, v in found["correlation"].items())
         lines.append(f"| {name} | {pairs} | {found['conflict_share']:.3f} | {found['discordant_pairs']:.3f} | "
                      f"{found['collapsed_pairs']:.3f} | {found['groups_ranked_differently']:.3f} |")  # fmt: skip
+    lines += ["", "Each reward's share of the advantage (GDPO / GRPO), and the correlation of the two rules' advantages:", "",
+              "| candidate | shares, GDPO / GRPO | advantage correlation |", "|---|---|---:|"]  # fmt: skip
+    for name, found in result["candidates"].items():
+        shares = found["advantage_share"]
+        cells = ", ".join(
+            f"{reward} {shares['gdpo'][reward]:.2f} / {shares['grpo'][reward]:.2f}" for reward in shares["gdpo"]
+        )
+        correlation = found["advantage_correlation"]
+        lines.append(f"| {name} | {cells} | {'n/a' if correlation is None else f'{correlation:.3f}'} |")
     return "\n".join(lines) + "\n"
 
 
 def write_pilot(folder: Path, docs: Path) -> dict:
-    """Write docs/results/qwen_pilot.json and .md from the pilot's evaluation folder (and print the tables)."""
+    """Write docs/results/qwen_pilot.json and .md from the pilot's evaluation folder (and print the tables), and the
+    folder's summary and gzipped completions under docs/results/qwen_pilot/, from which a test recomputes both."""
     result = pilot(folder)
+    if folder.resolve() != (docs / "qwen_pilot").resolve():
+        (docs / "qwen_pilot").mkdir(parents=True, exist_ok=True)
+        shutil.copy(folder / "summary.json", docs / "qwen_pilot" / "summary.json")
+        packed = gzip.compress((folder / "completions.jsonl").read_bytes(), mtime=0)
+        (docs / "qwen_pilot" / "completions.jsonl.gz").write_bytes(packed)
     (docs / "qwen_pilot.json").write_text(json.dumps(result, indent=2) + "\n")
     (docs / "qwen_pilot.md").write_text(tables(result))
     print(tables(result))

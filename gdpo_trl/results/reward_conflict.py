@@ -10,7 +10,11 @@ groups of completions from the starting model at the study's settings and measur
   (:func:`gdpo_trl.core.diagnostics.conflict_diagnostics`, what training logs as ``conflict/share``);
 - how often GDPO's and GRPO's advantages order two completions of one group differently: ``discordant_pairs`` (one
   rule puts i above j, the other j above i), ``collapsed_pairs`` (GRPO ties a pair that GDPO tells apart: different
-  reward combinations with one sum), and ``groups_ranked_differently`` (groups with at least one such pair).
+  reward combinations with one sum), and ``groups_ranked_differently`` (groups with at least one such pair);
+- how differently they weigh the rewards even where they rank alike: each reward's share of the advantage's absolute
+  mass under each rule (``advantage_share``: GDPO normalizes a rare reward by its small group spread, so a rare
+  correct answer weighs more than under GRPO's sum) and the correlation of the two rules' advantages
+  (``advantage_correlation``, over completions in groups where some reward has spread).
 
 Everything is computed from a rewards matrix ``[N, K]`` in groups of ``num_generations`` rows, as the trainer sees it.
 """
@@ -21,8 +25,13 @@ from collections.abc import Sequence
 
 import torch
 
-from gdpo_trl.core.advantages import gdpo_advantages, grpo_advantages, in_groups
-from gdpo_trl.core.diagnostics import conflict_diagnostics, frac_zero_std_per_reward
+from gdpo_trl.core.advantages import center_per_group, gdpo_advantages, gdpo_reward_terms, grpo_advantages, in_groups
+from gdpo_trl.core.diagnostics import (
+    advantage_shares,
+    conflict_diagnostics,
+    frac_zero_std_per_reward,
+    group_has_spread,
+)
 
 TIE = 1e-6  # advantages closer than this are one value (GDPO's batch normalization leaves float noise)
 
@@ -68,6 +77,32 @@ def correlations(rewards: torch.Tensor, names: Sequence[str]) -> dict[str, float
     return result
 
 
+def advantage_weighting(
+    rewards: torch.Tensor, names: Sequence[str], weights: Sequence[float], num_generations: int
+) -> dict:
+    """Each reward's share of the advantage under GDPO (its group-normalized terms) and GRPO (its group-centered
+    terms), and the Pearson correlation of the two rules' advantages over completions in groups with any spread
+    (None when there are fewer than two such completions or one rule is constant there)."""
+    shares = {
+        "gdpo": advantage_shares(
+            gdpo_reward_terms(rewards, num_generations), torch.tensor(weights, dtype=rewards.dtype)
+        ),
+        "grpo": advantage_shares(
+            center_per_group(rewards, num_generations), torch.tensor(weights, dtype=rewards.dtype)
+        ),
+    }
+    live = group_has_spread(rewards, num_generations).any(dim=1).repeat_interleave(num_generations)
+    gdpo = gdpo_advantages(rewards, weights, num_generations)[live]
+    grpo = grpo_advantages(rewards, weights, num_generations)[live]
+    correlation = None
+    if live.sum() >= 2 and gdpo.std() > 0 and grpo.std() > 0:
+        correlation = torch.corrcoef(torch.stack([gdpo, grpo]))[0, 1].item()
+    return {
+        "advantage_share": {rule: dict(zip(names, found.tolist(), strict=True)) for rule, found in shares.items()},
+        "advantage_correlation": correlation,
+    }
+
+
 def pilot_figures(
     rewards: torch.Tensor, names: Sequence[str], num_generations: int, weights: Sequence[float] | None = None
 ) -> dict:
@@ -88,4 +123,5 @@ def pilot_figures(
             "conflict/share"
         ],
         **rank_disagreement(rewards, weights, num_generations),
+        **advantage_weighting(rewards, names, weights, num_generations),
     }

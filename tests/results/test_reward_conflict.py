@@ -40,3 +40,21 @@ def test_zero_spread_and_undefined_correlation():
     assert figures["rewards"]["a"]["zero_spread_groups"] == 1.0
     assert figures["rewards"]["b"]["zero_spread_groups"] == 0.0
     assert correlations(rewards, ["a", "b"]) == {"a~b": None}
+
+
+def test_each_rules_weighting_of_the_rewards():
+    # GDPO terms: r1 [1.5, -.5, -.5, -.5] (mass 3), r2 [-.866, .866, .866, -.866] (mass 3.464); GRPO's centered
+    # terms: r1 [.75, -.25, -.25, -.25] (mass 1.5), r2 [-.5, .5, .5, -.5] (mass 2).
+    rewards = torch.tensor([[1.0, 0], [0, 1], [0, 1], [0, 0]])
+    found = pilot_figures(rewards, ["a", "b"], 4)
+    assert found["advantage_share"]["gdpo"] == pytest.approx(
+        {"a": 3 / (3 + 2 * 3**0.5), "b": 2 * 3**0.5 / (3 + 2 * 3**0.5)}, rel=1e-4  # eps 1e-4 in each std
+    )
+    assert found["advantage_share"]["grpo"] == pytest.approx({"a": 1.5 / 3.5, "b": 2 / 3.5})
+    # GDPO [0.634, 0.366, 0.366, -1.366] batch-normalized, GRPO sums [1, 1, 1, 0] normalized: positively related
+    gdpo = torch.tensor([0.634, 0.366, 0.366, -1.366])
+    grpo = torch.tensor([1.0, 1, 1, 0])
+    assert found["advantage_correlation"] == pytest.approx(
+        torch.corrcoef(torch.stack([gdpo, grpo]))[0, 1].item(), abs=1e-3
+    )
+    assert pilot_figures(torch.tensor([[1.0, 0], [1, 0]]), ["a", "b"], 2)["advantage_correlation"] is None

@@ -106,3 +106,11 @@ def test_the_runner_orders_jobs_and_runs_everything_with_one_thread(runner, tmp_
 def test_a_data_folder_without_the_split_files_is_refused_in_one_line(runner, tmp_path):
     with pytest.raises(SystemExit, match=r"--data .*: no train.jsonl or test.jsonl there"):
         runner.check_data(tmp_path)
+
+
+def test_the_committed_pilot_recomputes_from_its_completions():
+    docs = Path(__file__).resolve().parents[2] / "docs" / "results"
+    committed = json.loads((docs / "qwen_pilot.json").read_text())
+    assert json.loads(json.dumps(qwen_pilot.pilot(docs / "qwen_pilot"))) == committed
+    assert (docs / "qwen_pilot.md").read_text() == qwen_pilot.tables(committed)
+    assert committed["sampling"]["completions"] == 16 * 8
