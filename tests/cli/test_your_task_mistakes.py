@@ -5,8 +5,8 @@ and the model folder without a tokenizer was reported as having "no chat templat
 
 Each row runs in a fresh interpreter in a folder holding the example task's files (examples/your_task/), a model
 folder without tokenizer files and a data file without a prompt column; the probe then lists the heavy modules it
-had loaded when the error came. The time of each is measured by this test's ``--durations``-free print (``-s``)
-and quoted in README.md's "When things go wrong"; it is not asserted (it depends on the machine's load).
+had loaded when the error came. Each row prints its wall time (``pytest -s``), quoted in docs/your_task.md with the
+load it was measured at; it is not asserted (it depends on the machine's load).
 """
 
 import json

@@ -30,6 +30,7 @@ DOCS = (
     "docs/layout.md",
     "docs/gd2po.md",
     "docs/real_model.md",
+    "docs/your_task.md",
 )
 MARKERS = ("gpu", "slow", "runnable", "data")
 _MARKER = re.compile(r"<!--\s*(\w+)\s*-->")
@@ -129,7 +130,10 @@ def flag(tokens: list[str], name: str) -> str | None:
 
 
 def recipe_output_dir(config: str, root: Path = ROOT) -> str | None:
-    match = re.search(r"^output_dir:\s*(\S+)", (root / config).read_text(encoding="utf-8"), re.M)
+    path = root / config
+    if not path.is_file():  # a shipped recipe by name: --config cpu/your_task
+        path = root / "recipes" / config / "config.yaml"
+    match = re.search(r"^output_dir:\s*(\S+)", path.read_text(encoding="utf-8"), re.M)
     return match.group(1) if match else None
 
 
