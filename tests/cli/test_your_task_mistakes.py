@@ -18,16 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.test_fail_fast import HEAVY, PROBE  # the fresh interpreter that lists the heavy modules it loaded
+
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("torch", "trl", "transformers", "accelerate", "datasets")
-PROBE = """
-import sys
-from gdpo_trl.cli.main import main
-try:
-    main(sys.argv[1:])
-except SystemExit as stop:
-    print("exit", stop.code, "loaded", [m for m in {heavy!r} if m in sys.modules])
-"""
 RECIPE = ["train", "--config", "cpu/your_task"]
 # (id, arguments after the recipe, the words of the one error line)
 MISTAKES = [
