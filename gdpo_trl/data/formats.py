@@ -71,9 +71,7 @@ def choose_format(columns: list[str], requested: str, source: str) -> str:
         )
     if requested == "gsm8k" and not has_gsm8k:
         missing = [column for column in GSM8K_COLUMNS if column not in columns]
-        raise InputError(
-            f"GSM8K source {source!r} is missing required column(s) {missing}; found columns {columns}"
-        )
+        raise InputError(f"GSM8K source {source!r} is missing required column(s) {missing}; found columns {columns}")
     if requested != "auto":
         return requested
     if has_prompt and has_gsm8k:
