@@ -35,6 +35,20 @@ CURVES = {
 }
 
 
+def welch_power(effect_sds: float, seeds: int = len(SEEDS), alpha: float = 0.05, draws: int = 3000) -> float:
+    """The power of Welch's two-sided test (:func:`welch_t_test`) for a difference of ``effect_sds`` between-seed
+    standard deviations with ``seeds`` per arm at level ``alpha``, simulated from normal draws (``default_rng(0)``):
+    the pre-registration's power figures."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    hits = 0
+    for _ in range(draws):
+        a, b = rng.normal(effect_sds, 1.0, seeds), rng.normal(0.0, 1.0, seeds)
+        hits += welch_t_test(list(a), list(b)).p < alpha
+    return hits / draws
+
+
 def seeds_with_both_arms(evaluated) -> list[int]:
     """The seeds whose two arms are both among ``evaluated`` ((arm, seed) pairs): what the stopping rule analyses."""
     return [seed for seed in SEEDS if all((arm, seed) in evaluated for arm in ARMS)]

@@ -30,6 +30,7 @@ DOCS = (
     "docs/layout.md",
     "docs/gd2po.md",
     "docs/real_model.md",
+    "docs/qwen.md",
     "docs/your_task.md",
 )
 MARKERS = ("gpu", "slow", "runnable", "data")

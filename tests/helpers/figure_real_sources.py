@@ -83,3 +83,12 @@ def h8_study(tmp) -> str:
     numbers = [v for v in flat_values(result) if isinstance(v, (int, float)) and not isinstance(v, bool)]
     start = "| start | " + " | ".join(repr(v) for v in result["start"].values()) + " |"  # its outcomes, one row
     return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers) + f"\n{start}"
+
+
+def h9_pilot(tmp) -> str:
+    """Study H9's pilot (docs/results/qwen_pilot.json, which tests/scripts/test_qwen_study.py recomputes from the
+    committed completions): its tables and every number of it, for docs/qwen.md and H9's pre-registration."""
+    pilot = ROOT / "docs" / "results" / "qwen_pilot.json"
+    result = json.loads(pilot.read_text())
+    numbers = [v for v in flat_values(result) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return pilot.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers)
