@@ -46,7 +46,7 @@ EVAL = [
 ]
 # The start as released, with the model's own chat default (no system prompt of ours): scored by the last number of
 # the completion (and \boxed{}), since it never writes our layout.
-OWN_DEFAULT = ["--system_prompt", "", "--rewards", "gdpo_trl.rewards.gsm8k.last_number_reward"]
+OWN_DEFAULT = ["--no_system_prompt", "--rewards", "gdpo_trl.rewards.gsm8k.last_number_reward"]
 PILOT = {"problems": 16, "n": 8, "max_new_tokens": MAX_NEW_TOKENS, "temperature": 1.0, "seed": 0}
 
 
@@ -171,7 +171,9 @@ def main() -> None:
     parser.add_argument("--data", help="the GSM8K folder (train.jsonl, test.jsonl), for pilot and run")
     parser.add_argument("--out", default=str(ROOT / "outputs" / STUDY), help=f"default: outputs/{STUDY}")
     parser.add_argument("--workers", type=int, default=1, help="jobs at a time, one torch thread each (default 1)")
-    parser.add_argument("--docs", default=str(ROOT / "docs" / "results"), help="where pilot and analyze write (docs/results)")
+    parser.add_argument(
+        "--docs", default=str(ROOT / "docs" / "results"), help="where pilot and analyze write (docs/results)"
+    )
     args = parser.parse_args()
     if args.command in ("pilot", "run") and not args.data:
         parser.error(f"{args.command} needs --data (the GSM8K folder)")

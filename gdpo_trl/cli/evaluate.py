@@ -55,6 +55,7 @@ DATASET_ONLY = (
     "dataset_seed",
     "dataset_path",
     "system_prompt",
+    "no_system_prompt",
     "rewards",
     "split",
     "n",
@@ -110,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--system_prompt",
         help="system message replacing the data source's in every prompt (GSM8K-style sources only): pass the "
         "recipe's system_prompt so the model is evaluated with the prompt it was trained on",
+    )
+    parser.add_argument(
+        "--no_system_prompt",
+        action="store_true",
+        help="drop the data source's system message, so the model's chat template applies its own default (as a "
+        "released instruct model is used out of the box)",
     )
     parser.add_argument(
         "--dataset_seed",

@@ -88,6 +88,7 @@ def evaluate(
     dataset_seed: int | None = None,
     dataset_path: str | None = None,
     system_prompt: str | None = None,
+    no_system_prompt: bool = False,
     rewards: Sequence[str] | None = None,
     n: int = 1,
     temperature: float = 0.0,
@@ -115,7 +116,11 @@ def evaluate(
     asked_backend, backend = backend, choose_backend(backend)
     spec = resolve_model_spec(model, adapter)
     # Before the model: a bad dataset, or a folder holding an earlier result, fails in a second.
+    if no_system_prompt and system_prompt is not None:
+        raise EvaluationInputError("--system_prompt and --no_system_prompt contradict each other: pass one")
     problems = load_problems(dataset, split, limit, dataset_seed, path=dataset_path, system_prompt=system_prompt)
+    if no_system_prompt:  # the chat template then applies the model's own default system message, if it has one
+        problems = problems.map(lambda row: {"prompt": [m for m in row["prompt"] if m["role"] != "system"]})
     out = Path(output_dir) if output_dir is not None else default_output_dir(
         spec, dataset, split, settings, limit, rewards=rewards, dataset_path=dataset_path, dataset_seed=dataset_seed,
         system_prompt=system_prompt, backend=None if asked_backend == "auto" else asked_backend,
@@ -145,6 +150,7 @@ def evaluate(
             "limit": limit,
             "seed": dataset_seed,
             "system_prompt": system_prompt,
+            **({"no_system_prompt": True} if no_system_prompt else {}),
         },
         "rewards": list(rewards),
         "wall_time_s": time.perf_counter() - start,
