@@ -3,18 +3,26 @@ used as they are, every other column kept for the rewards (TRL passes each to a 
 
 A ``prompt`` is text (TRL's standard format: the model continues it, no chat template) or a list of chat messages
 ``{"role", "content"}`` (the conversational format: the tokenizer's chat template renders it). A value of neither
-kind is refused naming its row, before the model loads; ``GDPOTrainer`` refuses a dataset without the column at all
-(:func:`check_prompt_column`) rather than fail inside TRL's first batch with a ``KeyError``.
+kind is refused naming its row, before the model loads. ``GDPOTrainer`` refuses a dataset without the column at all,
+or without a column one of its rewards requires (:func:`check_train_rows`; ``gdpo train`` checks the second once the
+rows load), rather than fail inside TRL's first batch with a ``KeyError`` or a ``TypeError``.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.rewards import reward_name
 
 if TYPE_CHECKING:
     import datasets
+
+# What TRL 1.16 passes every reward function besides the dataset's columns (GRPOTrainer._calculate_rewards).
+TRL_REWARD_ARGUMENTS = (
+    "prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments",
+)  # fmt: skip
 
 
 def prompt_problem(prompt) -> str | None:
@@ -70,3 +78,42 @@ def check_prompt_column(dataset, name: str = "train_dataset") -> None:
         "completions of each row's 'prompt' (text or chat messages); rename the column holding the prompts"
         f"{gsm8k if 'question' in columns else ''}."
     )
+
+
+def missing_reward_arguments(func, columns: list[str]) -> list[str]:
+    """The arguments ``func`` requires (no default) that TRL will not pass it: neither one of TRL's own
+    (:data:`TRL_REWARD_ARGUMENTS`) nor a dataset column. Empty where its signature cannot be read."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        p.name
+        for p in parameters
+        if p.kind in named and p.default is p.empty and p.name not in TRL_REWARD_ARGUMENTS and p.name not in columns
+    ]
+
+
+def check_reward_columns(dataset, reward_funcs: list) -> None:
+    """A reward that requires a column the rows lack (a GSM8K file's extra column dropped on the way, a name
+    misspelt): TRL would call it with a ``TypeError`` at the first step, after the model loaded."""
+    columns = getattr(dataset, "column_names", None)
+    if not isinstance(columns, list):
+        return  # a streaming dataset: its columns are known once read
+    for func in reward_funcs:
+        if callable(func) and (missing := missing_reward_arguments(func, columns)):
+            raise InputError(
+                f"reward {reward_name(func)!r} requires the argument {missing[0]!r}, which is not a column of the "
+                f"dataset (columns: {columns}): TRL passes a reward prompts, completions, completion_ids and each "
+                "other column by name. Add the column (a GSM8K-style file keeps only question and answer: give "
+                "it a 'prompt' column to keep every column), or give the argument a default."
+            )
+
+
+def check_train_rows(dataset, reward_funcs) -> None:
+    """What ``GDPOTrainer`` checks of its ``train_dataset`` when it is built: a ``prompt`` column, and every column a
+    reward requires (``reward_funcs``: a list, one callable, or reward model ids, which need none)."""
+    check_prompt_column(dataset)
+    funcs = reward_funcs if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
+    check_reward_columns(dataset, [func for func in funcs if callable(func)])

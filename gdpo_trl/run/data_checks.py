@@ -11,11 +11,11 @@ naming the reward or the row, and the fix.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.data.prompt_rows import check_reward_columns
 from gdpo_trl.rewards import REWARD_FUNCS, reward_name, unwrap_partial
 from gdpo_trl.rewards.conditioned import parse_condition
 from gdpo_trl.rewards.gsm8k import parse_number
@@ -27,10 +27,6 @@ TOOL_REWARDS = ("tool_format", "tool_correctness")
 NEEDS_ANSWER = ("correctness", "tool_format", "tool_correctness")
 TOOL_TAGS = ("<tool_call>", "<response>")
 SOURCES_HINT = "dataset_name toolcall, toolrl_sample or toolrl (with dataset_path)"
-# What TRL 1.16 passes every reward function besides the dataset's columns (GRPOTrainer._calculate_rewards).
-TRL_REWARD_ARGUMENTS = (
-    "prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments",
-)  # fmt: skip
 
 
 def check_steps_per_epoch(dataset, training_args) -> None:
@@ -161,37 +157,6 @@ def check_rewards_fit_rows(dataset, reward_funcs: list, conditions=None) -> None
             problem = tool_gold_problem(prompt, answer)
             if problem:
                 raise InputError(f"tool-calling row {row}: {problem}. Fix or drop that row.")
-
-
-def missing_reward_arguments(func, columns: list[str]) -> list[str]:
-    """The arguments ``func`` requires (no default) that TRL will not pass it: neither one of TRL's own
-    (:data:`TRL_REWARD_ARGUMENTS`) nor a dataset column. Empty where its signature cannot be read."""
-    try:
-        parameters = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [
-        p.name
-        for p in parameters
-        if p.kind in named and p.default is p.empty and p.name not in TRL_REWARD_ARGUMENTS and p.name not in columns
-    ]
-
-
-def check_reward_columns(dataset, reward_funcs: list) -> None:
-    """A reward that requires a column the rows lack (a GSM8K file's extra column dropped on the way, a name
-    misspelt): TRL would call it with a ``TypeError`` at the first step, after the model loaded."""
-    columns = getattr(dataset, "column_names", None)
-    if not isinstance(columns, list):
-        return  # a streaming dataset: its columns are known once read
-    for func in reward_funcs:
-        if callable(func) and (missing := missing_reward_arguments(func, columns)):
-            raise InputError(
-                f"reward {reward_name(func)!r} requires the argument {missing[0]!r}, which is not a column of the "
-                f"dataset (columns: {columns}): TRL passes a reward prompts, completions, completion_ids and each "
-                "other column by name. Add the column (a GSM8K-style file keeps only question and answer: give "
-                "it a 'prompt' column to keep every column), or give the argument a default."
-            )
 
 
 def check_data(dataset, reward_funcs: list, training_args) -> None:

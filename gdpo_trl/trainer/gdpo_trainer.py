@@ -37,7 +37,7 @@ from gdpo_trl.core.config import GDPOConfig
 from gdpo_trl.core.config_checks import check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.core.gd2po import gd2po_advantages
-from gdpo_trl.data.prompt_rows import check_prompt_column
+from gdpo_trl.data.prompt_rows import check_train_rows
 from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
 from gdpo_trl.trainer.fast_sampling import exact_sampling
 from gdpo_trl.trainer.lora_generation import check_merge_for_generation, lora_merged_for_generation
@@ -121,7 +121,7 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             from gdpo_trl.core.plugins import resolve_model  # builtin: names (the demo's, or another plugin's)
 
             model = resolve_model(model)
-        check_prompt_column(kwargs.get("train_dataset"))  # one line, not TRL's KeyError at the first batch
+        check_train_rows(kwargs.get("train_dataset"), reward_funcs)  # a prompt, each reward's columns: one line
         if args.cpu_threads is not None:  # the recipe's thread setting, applied from Python as from gdpo train
             torch.set_num_threads(args.cpu_threads)
         rewards = prepare_rewards(reward_funcs, args, **kwargs)  # conditions, process slots, CheckedReward

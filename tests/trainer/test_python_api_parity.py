@@ -1,6 +1,7 @@
-"""The Python API as good as the command line (issue 47): a dataset without a ``prompt`` column is refused when
-``GDPOTrainer`` is built, in one line naming the columns (before: a 34-line TRL ``KeyError`` once training started),
-and ``GDPOConfig(cpu_threads=...)`` sets torch's threads as the recipe's ``cpu_threads`` does for ``gdpo train``."""
+"""The Python API as good as the command line (issue 47): a dataset without a ``prompt`` column, or without a column
+a reward requires, is refused when ``GDPOTrainer`` is built, in one line naming the columns (before: a 34-line TRL
+``KeyError``, or a ``TypeError``, once training started), and ``GDPOConfig(cpu_threads=...)`` sets torch's threads
+as the recipe's ``cpu_threads`` does for ``gdpo train``."""
 
 import datasets
 import pytest
@@ -37,6 +38,17 @@ def test_a_dataset_without_prompt_is_refused_when_the_trainer_is_built(tmp_path)
     assert "\n" not in message
     assert message.startswith("train_dataset has no 'prompt' column (columns: ['question', 'answer'])")
     assert "gdpo_trl.data.sources.load_source turns them into prompts" in message  # GSM8K-style: where to go
+
+
+def says_topic(completions, topic, **kwargs):
+    return [float(t in c[0]["content"]) for c, t in zip(completions, topic, strict=True)]
+
+
+def test_a_column_a_reward_requires_is_checked_when_the_trainer_is_built(tmp_path):
+    """Before: TRL called the reward with a TypeError at the first step, after the model had loaded."""
+    rows = datasets.Dataset.from_dict({"prompt": ["Name a fruit."], "color": ["red"]})
+    with pytest.raises(InputError, match=r"^reward 'says_topic' requires the argument 'topic', which is not a column"):
+        GDPOTrainer("builtin:tiny", reward_funcs=[brevity, says_topic], args=config(tmp_path), train_dataset=rows)
 
 
 def rows_of_text():

@@ -1,5 +1,6 @@
-"""A reward that requires a column the rows lack is refused once the rows are loaded, before the model (issue 47: a
-GSM8K-style file drops every other column, and the reward then failed inside TRL at the first step)."""
+"""A reward that requires a column the rows lack is refused once the rows are loaded (gdpo train) or when GDPOTrainer
+is built (Python), before the model (issue 47: a GSM8K-style file drops every other column, and the reward then failed
+inside TRL at the first step)."""
 
 import functools
 
@@ -7,7 +8,7 @@ import datasets
 import pytest
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.run.data_checks import check_reward_columns, missing_reward_arguments
+from gdpo_trl.data.prompt_rows import check_reward_columns, missing_reward_arguments
 
 ROWS = datasets.Dataset.from_dict({"prompt": ["Name a red fruit."], "color": ["red"]})
 
