@@ -144,7 +144,7 @@ def check_one_format(files: list[Path], folder: Path, what: str = "data") -> Non
 
 
 def load_local_file(path: Path, what: str = "data") -> datasets.Dataset:
-    """All rows of a local ``.json``/``.jsonl``/``.parquet`` file (a single file has no splits)."""
+    """All rows of a local ``.json``/``.jsonl``/``.parquet``/``.csv`` file (a single file has no splits)."""
     import datasets
 
     if not path.exists():
@@ -156,10 +156,15 @@ def load_local_file(path: Path, what: str = "data") -> datasets.Dataset:
     if path.stat().st_size == 0:
         raise InputError(f"{what} file {path} is empty.")
     try:
-        return datasets.load_dataset(builder, data_files=str(path), split="train")
+        rows = datasets.load_dataset(builder, data_files=str(path), split="train")
     except datasets.exceptions.DatasetGenerationError as error:
         cause = error.__cause__ or error
         raise InputError(f"cannot read {what} file {path}: {type(cause).__name__}: {cause}") from error
+    except ValueError as error:  # a .csv with a header and no row: 'Instruction "train" corresponds to no data!'
+        if "corresponds to no data" not in str(error):
+            raise
+        raise InputError(f"{what} file {path} has no rows (a header only?).") from error
+    return rows
 
 
 def load_local_folder(folder: Path, split: str, config: str | None = None, what: str = "data") -> datasets.Dataset:

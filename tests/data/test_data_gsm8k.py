@@ -154,11 +154,11 @@ def test_nonexistent_path(tmp_path):
 
 
 def test_unsupported_extension_lists_supported(tmp_path):
-    path = tmp_path / "data.csv"
-    path.write_text("question,answer\nq,#### 1\n")
-    with pytest.raises(ValueError, match=r"\.csv") as info:
+    path = tmp_path / "data.tsv"  # .csv is read since issue 47; tab-separated files are not
+    path.write_text("question\tanswer\nq\t#### 1\n")
+    with pytest.raises(ValueError, match=r"\.tsv") as info:
         load_gsm8k(str(path))
-    for suffix in (".json", ".jsonl", ".parquet"):
+    for suffix in (".json", ".jsonl", ".parquet", ".csv"):
         assert suffix in str(info.value)
 
 

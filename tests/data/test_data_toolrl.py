@@ -82,8 +82,11 @@ def test_bad_rows_are_named_with_file_and_row(tmp_path, row, message):
 def test_missing_and_unsupported_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.parquet"):
         load_toolrl(str(tmp_path / "nope.parquet"))
-    (tmp_path / "rows.csv").write_text("prompt,answer\n")
-    with pytest.raises(ValueError, match="unsupported ToolRL data file type '.csv'"):
+    (tmp_path / "rows.tsv").write_text("prompt\tanswer\n")
+    with pytest.raises(ValueError, match="unsupported ToolRL data file type '.tsv'"):
+        load_toolrl(str(tmp_path / "rows.tsv"))
+    (tmp_path / "rows.csv").write_text("prompt,answer\n")  # read since issue 47, but a header alone has no rows
+    with pytest.raises(ValueError, match=r"^ToolRL data file .*rows\.csv has no rows \(a header only\?\)\.$"):
         load_toolrl(str(tmp_path / "rows.csv"))
     path = _write_jsonl(tmp_path / "noprompt.jsonl", [{"answer": GOLD}])
     with pytest.raises(ValueError, match="no 'prompt' column"):
