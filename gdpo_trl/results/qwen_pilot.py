@@ -17,16 +17,14 @@ too few to train and evaluate a study on, and BFCL, its evaluation, needs a day 
 
 from __future__ import annotations
 
-import gzip
 import json
-import shutil
 import statistics
 from pathlib import Path
 
 import torch
 
 from gdpo_trl.results.reward_conflict import pilot_figures
-from gdpo_trl.results.smollm2_study import read_completions
+from gdpo_trl.results.smollm2_study import copy_evaluation, read_completions
 
 LENGTH_TOKENS = 200  # the length reward's budget: 1 for at most this many tokens, where correct (Eq. 8)
 CANDIDATES = {
@@ -114,10 +112,7 @@ def write_pilot(folder: Path, docs: Path) -> dict:
     folder's summary and gzipped completions under docs/results/qwen_pilot/, from which a test recomputes both."""
     result = pilot(folder)
     if folder.resolve() != (docs / "qwen_pilot").resolve():
-        (docs / "qwen_pilot").mkdir(parents=True, exist_ok=True)
-        shutil.copy(folder / "summary.json", docs / "qwen_pilot" / "summary.json")
-        packed = gzip.compress((folder / "completions.jsonl").read_bytes(), mtime=0)
-        (docs / "qwen_pilot" / "completions.jsonl.gz").write_bytes(packed)
+        copy_evaluation(folder, docs / "qwen_pilot")
     (docs / "qwen_pilot.json").write_text(json.dumps(result, indent=2) + "\n")
     (docs / "qwen_pilot.md").write_text(tables(result))
     print(tables(result))

@@ -10,12 +10,19 @@ statistic is H9's: one difference (GDPO - GRPO) on three primary outcomes, Holm 
 
 from __future__ import annotations
 
-import gzip
 import json
-import shutil
 from pathlib import Path
 
-from gdpo_trl.results.smollm2_study import OUTCOMES, SECONDARY, evaluation, logged_steps, plot_training, run_outcomes
+from gdpo_trl.results.smollm2_study import (
+    OUTCOMES,
+    SECONDARY,
+    copy_evaluation,
+    evaluation,
+    logged_steps,
+    mean_std_rows,
+    plot_training,
+    run_outcomes,
+)
 from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
 from gdpo_trl.results.study_files import read_logs, write_logs
 
@@ -113,24 +120,18 @@ def analysis_and_logs(root: Path) -> tuple[dict, dict[str, list[dict]]]:
 
 def tables(result: dict) -> str:
     """docs/results/qwen_gdpo_grpo.md: the arms, the difference with Holm, the verdict, the secondary outcomes."""
-    lines = [f"# {STUDY}: arm means ± std over seeds {result['seeds']}", "", "| arm | " + " | ".join(OUTCOMES) + " |",
-             "|---|" + "---:|" * len(OUTCOMES)]  # fmt: skip
-    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["arms"][arm].values()) + " |"
-              for arm in ARMS]  # fmt: skip
+    lines = [f"# {STUDY}: arm means ± std over seeds {result['seeds']}", ""]
+    lines += mean_std_rows(list(OUTCOMES), {arm: result["arms"][arm].values() for arm in ARMS})
     lines += ["", "| gdpo - grpo | diff | 95% CI | Welch p | Holm p | verdict |", "|---|---:|---|---:|---:|---|"]
     lines += [f"| {c['outcome']} | {c['diff']:+.3f} | [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | {c['p']:.3g} | "
               f"{c['holm_p']:.3g} | {c['verdict']}{'' if c['verdict'] == 'level' or c['holds_under_holm'] else ' (not under Holm)'} |"
               for c in result["comparisons"]]  # fmt: skip
     lines += ["", *(f"- {name}: {value}" for name, value in result["verdict"].items())]
     names = list(next(iter(result["secondary"].values())))
-    lines += ["", "Secondary, on the evaluation (share cut at the limit, mean tokens, format among the uncut):", "",
-              "| arm | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]  # fmt: skip
-    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["secondary"][arm].values()) + " |"
-              for arm in ARMS]  # fmt: skip
-    lines += ["", "Secondary, in training (each run's mean over its steps):", "",
-              "| arm | " + " | ".join(CURVES) + " |", "|---|" + "---:|" * len(CURVES)]  # fmt: skip
-    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in found.values()) + " |"
-              for arm, found in result["training"].items()]  # fmt: skip
+    lines += ["", "Secondary, on the evaluation (share cut at the limit, mean tokens, format among the uncut):", ""]
+    lines += mean_std_rows(names, {arm: result["secondary"][arm].values() for arm in ARMS})
+    lines += ["", "Secondary, in training (each run's mean over its steps):", ""]
+    lines += mean_std_rows(list(CURVES), {arm: found.values() for arm, found in result["training"].items()})
     return "\n".join(lines) + "\n"
 
 
@@ -140,12 +141,7 @@ def write(root: Path, docs: Path) -> None:
     result, logs = analysis_and_logs(root)
     write_logs(docs / "logs" / f"{STUDY}.json.gz", STUDY, COMMAND, logs)
     for folder in sorted(root.glob("eval-*")):
-        target = docs / STUDY / folder.name
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy(folder / "summary.json", target / "summary.json")
-        (target / "completions.jsonl.gz").write_bytes(
-            gzip.compress((folder / "completions.jsonl").read_bytes(), mtime=0)
-        )
+        copy_evaluation(folder, docs / STUDY / folder.name)
     (docs / f"{STUDY}.json").write_text(json.dumps(result, indent=2) + "\n")
     (docs / f"{STUDY}.md").write_text(tables(result) + f"\n![H9's training curves]({STUDY}.png)\n")
     plot_training(logs, result["seeds"], docs / f"{STUDY}.png", model="Qwen2.5-Coder-0.5B-Instruct", study="H9")

@@ -177,16 +177,30 @@ def analysis_and_logs(root: Path) -> tuple[dict, dict[str, list[dict]]]:
     return result, logs
 
 
+def mean_std_rows(header, by_arm: dict) -> list[str]:
+    """A Markdown table of ``mean ± std`` cells: a header row of ``header``, then one row per arm of ``by_arm``
+    (arm -> (mean, std) pairs in header order). H8's and H9's tables share it."""
+    lines = ["| arm | " + " | ".join(header) + " |", "|---|" + "---:|" * len(header)]
+    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in pairs) + " |" for arm, pairs in by_arm.items()]
+    return lines
+
+
+def copy_evaluation(folder: Path, target: Path) -> None:
+    """An evaluation as committed: its summary.json and its completions gzipped with mtime 0 (a re-run of an
+    analysis writes the same bytes, leaving git nothing to commit)."""
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy(folder / "summary.json", target / "summary.json")
+    (target / "completions.jsonl.gz").write_bytes(gzip.compress((folder / "completions.jsonl").read_bytes(), mtime=0))
+
+
 def tables(result: dict) -> str:
     """docs/results/smollm2_gdpo_grpo.md: the arms, the differences with Holm, the verdicts, the secondary outcomes."""
 
     def unheld(comparison: dict) -> bool:  # ahead or behind by the CI, but not under Holm ("level" needs no note)
         return comparison["verdict"] != "level" and not comparison["holds_under_holm"]
 
-    lines = [f"# {STUDY}: arm means ± std over seeds {result['seeds']}", "", "| arm | " + " | ".join(OUTCOMES) + " |",
-             "|---|" + "---:|" * len(OUTCOMES)]  # fmt: skip
-    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["arms"][arm].values()) + " |"
-              for arm in ARMS]  # fmt: skip
+    lines = [f"# {STUDY}: arm means ± std over seeds {result['seeds']}", ""]
+    lines += mean_std_rows(list(OUTCOMES), {arm: result["arms"][arm].values() for arm in ARMS})
     lines += [
         "",
         "| difference | outcome | diff | 95% CI | Welch p | Holm p | verdict |",
@@ -197,15 +211,11 @@ def tables(result: dict) -> str:
               for c in result["comparisons"]]  # fmt: skip
     lines += ["", *(f"- {name}: {value}" for name, value in result["verdicts"].items())]
     names = list(next(iter(result["secondary"].values())))
-    lines += ["", "Secondary, on the evaluation (share cut at the limit, mean tokens, format among the uncut):", "",
-              "| arm | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]  # fmt: skip
-    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in result["secondary"][arm].values()) + " |"
-              for arm in ARMS]  # fmt: skip
-    names = list(CURVES)
-    lines += ["", "Secondary, in training (each run's mean over its steps; batch means as logged):", "",
-              "| arm | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]  # fmt: skip
-    lines += [f"| {arm} | " + " | ".join(f"{c['run_mean'][0]:.3f} ± {c['run_mean'][1]:.3f}" for c in found.values()) + " |"
-              for arm, found in result["training"].items()]  # fmt: skip
+    lines += ["", "Secondary, on the evaluation (share cut at the limit, mean tokens, format among the uncut):", ""]
+    lines += mean_std_rows(names, {arm: result["secondary"][arm].values() for arm in ARMS})
+    lines += ["", "Secondary, in training (each run's mean over its steps; batch means as logged):", ""]
+    training = {arm: [c["run_mean"] for c in found.values()] for arm, found in result["training"].items()}
+    lines += mean_std_rows(list(CURVES), training)
     return "\n".join([*lines, "", f"![H8's training curves]({STUDY}.png)"]) + "\n"
 
 
@@ -223,11 +233,7 @@ def write(root: Path, docs: Path) -> None:
     # gzip with mtime 0 throughout: a re-run of `analyze` writes the same bytes, leaving git nothing to commit.
     write_logs(docs / "logs" / f"{STUDY}.json.gz", STUDY, COMMAND, logs)
     for folder in sorted(root.glob("eval-*")):
-        target = docs / STUDY / folder.name
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy(folder / "summary.json", target / "summary.json")
-        packed = gzip.compress((folder / "completions.jsonl").read_bytes(), mtime=0)
-        (target / "completions.jsonl.gz").write_bytes(packed)
+        copy_evaluation(folder, docs / STUDY / folder.name)
     for build in sorted(root.glob("sft-seed*/build.json")):  # the control logs no steps: its build record is its log
         (docs / STUDY / build.parent.name).mkdir(parents=True, exist_ok=True)
         shutil.copy(build, docs / STUDY / build.parent.name / "build.json")
