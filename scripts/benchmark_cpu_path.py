@@ -80,8 +80,10 @@ def recipe_step(path: str, args, scratch: Path, model: str | None = None, steps:
     done = subprocess.run(
         ["/usr/bin/time", "-o", str(rss), "-f", "%M", *command], env=env, capture_output=True, text=True
     )
-    if done.returncode:
-        raise SystemExit(f"gdpo train ({path}) failed: {(done.stderr.strip().splitlines() or ['no output'])[-1]}")
+    if done.returncode:  # a kill by signal (the OOM killer: -9) leaves no line of its own worth quoting
+        killed = f"killed by signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"gdpo train ({path}) failed, {killed}: {last[:200]}")
     logs = [e for e in json.loads((out / "trainer_state.json").read_text())["log_history"] if "step_time" in e]
     return {
         "load": [load, load_now()],
@@ -118,6 +120,7 @@ def _model_and_batch(threads: int, model: str):
 # The sampling settings TRL's transformers generation uses with the recipes (GRPOConfig's defaults: no top-k or
 # top-p filter; transformers' own default would add top-k 50, which training never samples with).
 TRL_SAMPLING = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
+SAMPLERS = ("transformers", "fast")
 
 
 def sampler_context(model, sampler: str):
@@ -195,53 +198,68 @@ def profile_categories(work) -> dict:
     return found
 
 
-def decode_breakdown(threads: int, model: str, sampler: str = "transformers") -> dict:
-    """Where a decode step's time goes (run in a child, like :func:`generate`), 16 sequences sampled as TRL samples
-    (temperature 1, no filter) with ``sampler``: the prompt pass (one new token) and one decode step (64 new tokens
-    less the prompt pass, over 63), the fastest of two, unprofiled; then, profiled, the decode step again and each
-    category's milliseconds of it (the 64-token run less the 1-token run, over 63), "the rest" being the profiled
-    step less the categories (Python between operators, the small kernels named nowhere, the profiler's own cost). Also every linear layer applied to 16 rows alone
-    (the weights read once, as in a decode step) and the rate it reads them at, and the bytes a decode step must
-    read at least (every linear layer's weights, the output head's included)."""
+def decode_breakdown(threads: int, model: str, rounds: int = 3) -> dict:
+    """Where a decode step's time goes, with transformers' sampler and fast_sampling's, in one process (run in a
+    child, like :func:`generate`), 16 sequences sampled as TRL samples (temperature 1, no filter).
+
+    ``rows``: ``rounds`` rounds, each timing both samplers one after the other (the order alternating by round, the
+    load average beside each): the prompt pass (one new token) and one decode step (64 new tokens less the prompt
+    pass, over 63), unprofiled. Alternating within one process keeps the machine's load alike for both, which on a
+    shared machine whole runs one after the other do not. Then, profiled once per sampler, the decode step and each
+    category's milliseconds of it (the 64-token run less the 1-token run, over 63), "the rest" being the profiled step
+    less the categories (Python between operators, small kernels named nowhere, the profiler's own cost). Also every
+    linear layer applied to 16 rows alone (the weights read once, as in a decode step) and the rate it reads them
+    at, and the bytes a decode step must read at least (every linear layer's weights, the output head's included)."""
     import torch
 
-    load = os.getloadavg()[0]
     model, batch, _ = _model_and_batch(threads, model)
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
 
-    def timed(work, repeats: int = 2) -> float:  # the fastest of a few: the machine's noise only adds
-        found = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            work()
-            found.append(time.perf_counter() - start)
-        return min(found)
+    def timed(work) -> float:
+        start = time.perf_counter()
+        work()
+        return time.perf_counter() - start
 
+    one = lambda: model.generate(**batch, max_new_tokens=1, **TRL_SAMPLING)  # noqa: E731
+    whole = lambda: model.generate(**batch, max_new_tokens=64, min_new_tokens=64, **TRL_SAMPLING)  # noqa: E731
+    rows, profiled = [], {}
     torch.manual_seed(0)
-    with torch.no_grad(), sampler_context(model, sampler):
-        model.generate(**batch, max_new_tokens=4, **TRL_SAMPLING)  # warm-up
-        one = lambda: model.generate(**batch, max_new_tokens=1, **TRL_SAMPLING)  # noqa: E731
-        whole = lambda: model.generate(**batch, max_new_tokens=64, min_new_tokens=64, **TRL_SAMPLING)  # noqa: E731
-        prompt, steps = timed(one), timed(whole)
-        profiled = [profile_categories(one), profile_categories(whole)]
-        rows = {n: torch.randn(16, n, dtype=model.dtype) for n in {m.in_features for m in linears}}
-        matmuls = timed(lambda: [m(rows[m.in_features]) for m in linears], repeats=5)
+    with torch.no_grad():
+        for sampler in SAMPLERS:
+            with sampler_context(model, sampler):
+                model.generate(**batch, max_new_tokens=4, **TRL_SAMPLING)  # warm-up
+        for r in range(rounds):
+            for sampler in SAMPLERS if r % 2 == 0 else SAMPLERS[::-1]:
+                load = load_now()
+                with sampler_context(model, sampler):
+                    prompt, steps = timed(one), timed(whole)
+                rows.append(
+                    {
+                        "round": r + 1,
+                        "sampler": sampler,
+                        "load": [load, load_now()],
+                        "prompt_pass_seconds": round(prompt, 2),
+                        "decode_step_ms": round((steps - prompt) / 63 * 1e3, 1),
+                    }
+                )
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        for sampler in SAMPLERS:
+            with sampler_context(model, sampler):
+                found = [profile_categories(one), profile_categories(whole)]
+            per_step = {name: (found[1][name] - found[0][name]) / 63 for name in found[0]}
+            step = per_step.pop("profiled_wall")
+            categories = {name: round(ms, 1) for name, ms in per_step.items()}
+            categories["rest"] = round(step - sum(per_step.values()), 1)  # Python, small kernels, the profiler
+            profiled[sampler] = {"load": load_now(), "decode_step_ms": round(step, 1), "by_category_ms": categories}
+        inputs = {n: torch.randn(16, n, dtype=model.dtype) for n in {m.in_features for m in linears}}
+        matmuls = min(timed(lambda: [m(inputs[m.in_features]) for m in linears]) for _ in range(5))
     weights = sum(m.weight.numel() * m.weight.element_size() for m in linears)
-    step_ms = (steps - prompt) / 63 * 1e3
-    per_step = {name: (profiled[1][name] - profiled[0][name]) / 63 for name in profiled[0]}
-    profiled_step = per_step.pop("profiled_wall")
-    categories = {name: round(ms, 1) for name, ms in per_step.items()}
-    categories["rest"] = round(profiled_step - sum(per_step.values()), 1)  # Python, small kernels, the profiler
     return {
-        "sampler": sampler,
-        "load": [round(load, 2), round(os.getloadavg()[0], 2)],
         "vocabulary": model.config.vocab_size,
         "prompt_tokens": int(batch["input_ids"].numel()),
-        "prompt_pass_seconds": round(prompt, 2),
-        "decode_step_ms": round(step_ms, 1),
-        "profiled_decode_step_ms": round(profiled_step, 1),
-        "decode_step_ms_by_category": categories,
         "weights_read_per_step_gb": round(weights / 1e9, 3),
+        "rows": rows,
+        "profiled": profiled,
         "linear_layers_alone_ms": round(matmuls * 1e3, 1),
         "linear_layers_alone_weights_gb_per_s": round(weights / matmuls / 1e9, 2),
     }
@@ -393,17 +411,19 @@ def side_by_side(args, save) -> dict:
         save(record)
 
     for model in args.models:
-        for r in range(args.rounds):
-            for sampler in ("transformers", "fast") if r % 2 == 0 else ("fast", "transformers"):
-                found = child("--_breakdown", "2", "--_sampler", sampler, "--model", model)
-                add("decode", {"model": model, "round": r + 1, **found})
+        add("decode", {"model": model, **child("--_breakdown", "2", "--rounds", str(args.rounds), "--model", model)})
         add("training", {"model": model, **child("--_train", "2", "--model", model)})
     with tempfile.TemporaryDirectory() as tmp:
         if args.step_rounds:
             record["runs"] = runs = {"before": [], "after, fast sampling": []}
             for r in range(args.step_rounds):
                 for path in list(runs) if r % 2 == 0 else list(runs)[::-1]:
-                    runs[path].append(recipe_step(path, args, Path(tmp)))
+                    try:
+                        runs[path].append(recipe_step(path, args, Path(tmp)))
+                    except SystemExit as failed:  # e.g. the OOM killer on a shared machine: say so, go on
+                        record.setdefault("failures", []).append(f"round {r + 1}, {path}: {failed}")
+                        save(record)
+                        continue
                     print(f"round {r + 1} {path}: {json.dumps(runs[path][-1])}", flush=True)
                     save(record)
         for model in args.big_model_step:  # one step of the recipe on a bigger model: its time and peak memory
@@ -417,36 +437,35 @@ def median_of(rows: list[dict], key) -> float:
 
 
 def side_by_side_summary(record: dict) -> dict:
-    """The figures the docs quote, from ``record``'s raw rows: per model and sampler the median decode step, its
-    categories and the share of the copy bandwidth a whole decode step reaches (the weights it must read over its
-    time); fast over transformers; training's share of the bf16 matrix rate; the recipe step's ratio."""
+    """The figures the docs quote, from ``record``'s raw rows: per model and sampler the median decode step, the
+    profiled categories and the share of the copy bandwidth a whole decode step reaches (the weights it must read
+    over its time); fast over transformers, the median of each round's ratio (both timed one after the other);
+    training's share of the bf16 matrix rate; the recipe step's ratio and peaks; the bigger model's step."""
     copy = statistics.median(b["copy_gb_per_s"] for b in record["bounds"])
     summary: dict = {"copy_gb_per_s": copy, "models": {}}
-    for model in dict.fromkeys(r["model"] for r in record["decode"]):
-        found: dict = {}
-        for sampler in ("transformers", "fast"):
-            rows = [r for r in record["decode"] if r["model"] == model and r["sampler"] == sampler]
+    for found in record["decode"]:
+        model: dict = {}
+        for sampler in SAMPLERS:
+            rows = [r for r in found["rows"] if r["sampler"] == sampler]
             step = median_of(rows, lambda r: r["decode_step_ms"])
-            found[sampler] = {
+            model[sampler] = {
                 "decode_step_ms": step,
-                "by_category_ms": {
-                    c: median_of(rows, lambda r, c=c: r["decode_step_ms_by_category"][c])
-                    for c in rows[0]["decode_step_ms_by_category"]
-                },
-                "share_of_copy_bandwidth": round(rows[0]["weights_read_per_step_gb"] / (step / 1e3) / copy, 2),
+                "share_of_copy_bandwidth": round(found["weights_read_per_step_gb"] / (step / 1e3) / copy, 2),
                 "load": [min(min(r["load"]) for r in rows), max(max(r["load"]) for r in rows)],
             }
-        found["decode_step_fast_over_transformers"] = round(
-            found["fast"]["decode_step_ms"] / found["transformers"]["decode_step_ms"], 2
-        )
-        train = [r for r in record["training"] if r["model"] == model]
+        ratios = [next(r for r in found["rows"] if r["round"] == n and r["sampler"] == "fast")["decode_step_ms"]
+                  / next(r for r in found["rows"] if r["round"] == n and r["sampler"] == "transformers")["decode_step_ms"]
+                  for n in sorted({r["round"] for r in found["rows"]})]  # fmt: skip
+        model["decode_step_fast_over_transformers"] = round(statistics.median(ratios), 2)
+        model["decode_step_fast_over_transformers_by_round"] = [round(x, 2) for x in ratios]
+        train = [r for r in record["training"] if r["model"] == found["model"]]
         if train:
             t = train[0]
-            found["training_gflops"] = round(t["matrix_gflop"] / t["seconds"], 1)
-            found["training_share_of_bf16_gemm"] = round(
+            model["training_gflops"] = round(t["matrix_gflop"] / t["seconds"], 1)
+            model["training_share_of_bf16_gemm"] = round(
                 t["matrix_gflop"] / t["seconds"] / t["gemm_gflops_bfloat16"], 2
             )
-        summary["models"][model] = found
+        summary["models"][found["model"]] = model
     runs = record.get("runs") or {}
     if runs:
         steps = {path: [t for run in found for t in run["step_seconds"][1:]] for path, found in runs.items()}
@@ -454,6 +473,17 @@ def side_by_side_summary(record: dict) -> dict:
         summary["step_seconds"] = {"before": before, "after, fast sampling": after}
         summary["step_ratio_after_over_before"] = round(after / before, 2)
         summary["peak_gb"] = {path: max(run["peak_gb"] for run in found) for path, found in runs.items()}
+        # Two runs of one path on one machine must train alike (the same rewards and loss at every step; None where
+        # every reward is 0, which would say nothing): reproducibility, checked on rewards that are not all 0.
+        summary["same_training_in_both_runs"] = {
+            path: same_training(found[0], found[1]) if len(found) > 1 else None for path, found in runs.items()
+        }
+    for row in record.get("big_model_step", []):  # one step: its time (warm-up included) and peak memory
+        summary.setdefault("big_model_step", {})[row["model"]] = {
+            "step_seconds": row["step_seconds"][0],
+            "completion_tokens": row["completion_tokens"][0],
+            "peak_gb": row["peak_gb"],
+        }
     return summary
 
 
@@ -539,7 +569,7 @@ def main() -> None:
         print(json.dumps(generate(args._generate, args.model, args._lora, args._sampler)))
         return
     if args._breakdown:
-        print(json.dumps(decode_breakdown(args._breakdown, args.model, args._sampler)))
+        print(json.dumps(decode_breakdown(args._breakdown, args.model, args.rounds)))
         return
     if args._train:
         print(json.dumps(train_share(args._train, args.model)))
