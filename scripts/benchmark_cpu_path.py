@@ -441,7 +441,7 @@ def side_by_side_summary(record: dict) -> dict:
     profiled categories and the share of the copy bandwidth a whole decode step reaches (the weights it must read
     over its time); fast over transformers, the median of each round's ratio (both timed one after the other);
     training's share of the bf16 matrix rate; the recipe step's ratio and peaks; the bigger model's step."""
-    copy = statistics.median(b["copy_gb_per_s"] for b in record["bounds"])
+    copy = round(statistics.median(b["copy_gb_per_s"] for b in record["bounds"]), 2)
     summary: dict = {"copy_gb_per_s": copy, "models": {}}
     for found in record["decode"]:
         model: dict = {}

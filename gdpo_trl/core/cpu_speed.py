@@ -13,6 +13,11 @@ completions (scripts/benchmark_cpu_path.py; docs/real_model.md#speed):
   about 6 s alone. Passive waiting (threads sleep instead of spinning) kept it at about 25 s, ahead of one thread
   (about 55 s). GNU OpenMP reads ``OMP_WAIT_POLICY`` once, when torch loads it, so it must be set before
   ``import torch``: :func:`quiet_thread_waits` does that for the ``gdpo`` command.
+* **sampling.** transformers' sampler draws one exponential random number per vocabulary entry for every sampled
+  token (``torch.multinomial``): under the profiler 27.7 ms of a SmolLM2 decode step of 16 sequences and 84.2 ms of
+  a Qwen2.5 one (151,936 tokens), at a load of 4-5. ``fast_sampling`` (gdpo_trl/trainer/fast_sampling.py) draws the
+  same distribution by inverse CDF in 2.6 and 9.5 ms; the rest of a decode step is the linear layers reading the
+  weights (memory bound) and Python between small kernels.
 """
 
 from __future__ import annotations
