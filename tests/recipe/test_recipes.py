@@ -1,5 +1,6 @@
 """Every shipped recipe and accelerate config loads, so a stale or misspelled key can never ship."""
 
+import json
 from dataclasses import fields
 from pathlib import Path
 
@@ -219,3 +220,33 @@ def test_deepspeed_config_is_valid_for_installed_deepspeed(config_file):
         assert not extra.get("deprecated"), (
             f"{config_file.name}: {key} is deprecated in DeepSpeed {deepspeed.__version__}"
         )
+
+
+def test_the_qwen_study_recipes_differ_only_in_aggregation():
+    """Study H9's two arms (recipes/cpu/qwen_gdpo, qwen_grpo): the same run but for the rule."""
+    gdpo = _load(ROOT / "recipes" / "cpu" / "qwen_gdpo" / "config.yaml")
+    grpo = _load(ROOT / "recipes" / "cpu" / "qwen_grpo" / "config.yaml")
+    differing = {key for key in gdpo.keys() | grpo.keys() if gdpo.get(key) != grpo.get(key)}
+    assert differing == {"multi_objective_aggregation", "output_dir", "run_name"}
+    assert (gdpo["multi_objective_aggregation"], grpo["multi_objective_aggregation"]) == (
+        "normalize_then_sum",
+        "sum_then_normalize",
+    )
+    assert gdpo["model_name_or_path"] == "builtin:qwen2.5-coder-0.5b-instruct"
+
+
+@pytest.mark.slow
+def test_the_qwen_study_recipe_trains_a_step_on_a_tiny_model(tmp_path):
+    """Its settings (LoRA, gradient checkpointing, merged sampling, its system prompt) at a test's size, on a tiny
+    model with Qwen2.5's real tokenizer: the real 0.5B model is not downloaded in tests (docs/qwen.md)."""
+    from gdpo_trl.cli.train import main as train_main
+
+    overrides = {"model_name_or_path": "builtin:qwen2.5-tiny", "dataset_name": "sample", "num_generations": "2",
+                 "per_device_train_batch_size": "2", "gradient_accumulation_steps": "1", "max_completion_length": "8",
+                 "max_steps": "1", "output_dir": str(tmp_path / "run")}  # fmt: skip
+    argv = ["--config", str(ROOT / "recipes" / "cpu" / "qwen_gdpo" / "config.yaml")]
+    argv += [token for name, value in overrides.items() for token in (f"--{name}", value)]
+    assert train_main(argv) in (0, None)
+    state = json.loads((tmp_path / "run" / "trainer_state.json").read_text())
+    assert state["global_step"] == 1 and "rewards/format_reward/mean" in state["log_history"][0]
+    assert json.loads((tmp_path / "run" / "adapter_config.json").read_text())["r"] == 16
