@@ -1,7 +1,7 @@
 """Registry of reward functions, looked up by short name, by import path or by file (``path/to/rewards.py:fn``).
 
 Built-in names: ``"format"``, ``"correctness"`` and ``"integer"`` (see :mod:`gdpo_trl.rewards.gsm8k`) and ``"length"``
-(see :mod:`gdpo_trl.rewards.length`), ``"tool_format"`` and ``"tool_correctness"`` (see
+(:func:`length_reward`, below), ``"tool_format"`` and ``"tool_correctness"`` (see
 :mod:`gdpo_trl.rewards.toolcall`), ``"agent_success"``, ``"agent_format"``, ``"agent_cost"``, ``"arith_format"`` and
 ``"arith_correctness"`` (see :mod:`gdpo_trl.rewards.agent`). Other modules
 add theirs with :func:`register_reward`. Stdlib-only on purpose: importing this package must not need torch or trl.
@@ -18,7 +18,6 @@ from collections.abc import Callable
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.rewards.gsm8k import correctness_reward, extract_answer, format_reward, integer_reward
-from gdpo_trl.rewards.length import length_reward
 from gdpo_trl.rewards.locate import check_path_spec, import_reward
 from gdpo_trl.rewards.toolcall import tool_correctness, tool_format
 
@@ -38,6 +37,25 @@ __all__ = [
 ]
 
 REWARD_FUNCS: dict[str, Callable] = {}
+DEFAULT_MAX_TOKENS = 512  # length_reward's budget unless a recipe's reward_kwargs set max_tokens
+
+
+def length_reward(completions, completion_ids=None, max_tokens: int = DEFAULT_MAX_TOKENS, **kwargs) -> list[float]:
+    """1.0 for each completion of at most ``max_tokens`` tokens (read from ``completion_ids``), else 0.0.
+
+    On its own an easy reward that a policy can satisfy by saying nothing; the GDPO paper (Eq. 8) pays it only where
+    the hard reward is met (:func:`gdpo_trl.rewards.conditioned.conditioned`). TRL passes ``completion_ids`` (one list
+    of token ids per completion). Set ``max_tokens`` from a recipe with ``reward_kwargs: {length: {max_tokens: 256}}``,
+    or in Python with ``functools.partial``.
+    """
+    if completion_ids is None:
+        raise ValueError(
+            "length_reward counts tokens from `completion_ids`, which TRL passes to reward functions; "
+            "call it with completion_ids=[...] (one list of token ids per completion)."
+        )
+    if max_tokens < 1:
+        raise ValueError(f"length_reward needs max_tokens >= 1, got {max_tokens}.")
+    return [1.0 if len(ids) <= max_tokens else 0.0 for ids in completion_ids]
 
 
 def register_reward(name: str, func: Callable) -> Callable:
