@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gdpo_trl.results.smollm2_study import CURVES as H8_CURVES
 from gdpo_trl.results.smollm2_study import (
     OUTCOMES,
     SECONDARY,
@@ -22,24 +23,19 @@ from gdpo_trl.results.smollm2_study import (
     mean_std_rows,
     plot_training,
     run_outcomes,
+    secondary_tables,
 )
 from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
 from gdpo_trl.results.study_files import read_logs, write_logs
 
 STUDY = "qwen_gdpo_grpo"
-COMMAND = "nohup nice -n 10 python scripts/qwen_study.py run --data DATA"
+COMMAND = "nohup nice -n 10 python scripts/qwen_study.py run --data DATA --workers 2"
 ARMS = ("gdpo", "grpo")
 SEEDS = (0, 1, 2, 3, 4)
 MIN_SEEDS = 3  # the stopping rule's floor: fewer seeds with both arms evaluated are not analysed
 STARTS = ("eval-start", "eval-start-own-default")
-CURVES = {
-    "format": "rewards/format_reward/mean",
-    "correctness": "rewards/correctness_reward/mean",
-    "integer": "rewards/integer_reward/mean",
-    "clipped": "completions/clipped_ratio",
-    "length": "completions/mean_length",
-    "conflict": "conflict/share",
-}
+# The training curves H9 registered: H8's, but GD2PO's masked share (H9 masks nothing).
+CURVES = {name: key for name, key in H8_CURVES.items() if name != "conflict_masked"}
 
 
 def welch_power(effect_sds: float, seeds: int = len(SEEDS), alpha: float = 0.05, draws: int = 3000) -> float:
@@ -127,11 +123,8 @@ def tables(result: dict) -> str:
               f"{c['holm_p']:.3g} | {c['verdict']}{'' if c['verdict'] == 'level' or c['holds_under_holm'] else ' (not under Holm)'} |"
               for c in result["comparisons"]]  # fmt: skip
     lines += ["", *(f"- {name}: {value}" for name, value in result["verdict"].items())]
-    names = list(next(iter(result["secondary"].values())))
-    lines += ["", "Secondary, on the evaluation (share cut at the limit, mean tokens, format among the uncut):", ""]
-    lines += mean_std_rows(names, {arm: result["secondary"][arm].values() for arm in ARMS})
-    lines += ["", "Secondary, in training (each run's mean over its steps):", ""]
-    lines += mean_std_rows(list(CURVES), {arm: found.values() for arm, found in result["training"].items()})
+    training = {arm: found.values() for arm, found in result["training"].items()}
+    lines += secondary_tables(result["secondary"], training, list(CURVES))
     return "\n".join(lines) + "\n"
 
 

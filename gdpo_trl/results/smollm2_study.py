@@ -185,6 +185,16 @@ def mean_std_rows(header, by_arm: dict) -> list[str]:
     return lines
 
 
+def secondary_tables(secondary: dict, training: dict, curves: list[str], note: str = "") -> list[str]:
+    """The secondary outcomes' two tables: on the evaluation (``secondary``: arm -> outcome -> (mean, std)) and in
+    training (``training``: arm -> (mean, std) per curve of ``curves``); ``note`` ends the second title."""
+    names = list(next(iter(secondary.values())))
+    lines = ["", "Secondary, on the evaluation (share cut at the limit, mean tokens, format among the uncut):", ""]
+    lines += mean_std_rows(names, {arm: found.values() for arm, found in secondary.items()})
+    lines += ["", f"Secondary, in training (each run's mean over its steps{note}):", ""]
+    return lines + mean_std_rows(curves, training)
+
+
 def copy_evaluation(folder: Path, target: Path) -> None:
     """An evaluation as committed: its summary.json and its completions gzipped with mtime 0 (a re-run of an
     analysis writes the same bytes, leaving git nothing to commit)."""
@@ -210,12 +220,8 @@ def tables(result: dict) -> str:
               f"{c['p']:.3g} | {c['holm_p']:.3g} | {c['verdict']}{' (not under Holm)' if unheld(c) else ''} |"
               for c in result["comparisons"]]  # fmt: skip
     lines += ["", *(f"- {name}: {value}" for name, value in result["verdicts"].items())]
-    names = list(next(iter(result["secondary"].values())))
-    lines += ["", "Secondary, on the evaluation (share cut at the limit, mean tokens, format among the uncut):", ""]
-    lines += mean_std_rows(names, {arm: result["secondary"][arm].values() for arm in ARMS})
-    lines += ["", "Secondary, in training (each run's mean over its steps; batch means as logged):", ""]
     training = {arm: [c["run_mean"] for c in found.values()] for arm, found in result["training"].items()}
-    lines += mean_std_rows(list(CURVES), training)
+    lines += secondary_tables(result["secondary"], training, list(CURVES), "; batch means as logged")
     return "\n".join([*lines, "", f"![H8's training curves]({STUDY}.png)"]) + "\n"
 
 
