@@ -128,8 +128,8 @@ def test_gdpo_plot_writes_the_file_it_names(tmp_path, capsys, given, written):
 
 def assert_compare_accepts(line: str) -> None:
     """Every flag ``line`` advises parses with gdpo compare's own parser (with the value the line gives it)."""
-    from gdpo_trl.cli.compare_args import build_parser
     from gdpo_trl.cli.compare_advice import FLAG
+    from gdpo_trl.cli.compare_args import build_parser
 
     parser = build_parser()
     for match in FLAG.finditer(line):
@@ -165,8 +165,8 @@ TRAIN_ADVICE = [
 
 @pytest.mark.parametrize("message", TRAIN_ADVICE, ids=["processes", "bf16", "steps"])
 def test_gdpo_train_advice_said_in_compare_terms(message):
-    from gdpo_trl.cli.compare_args import build_parser
     from gdpo_trl.cli.compare_advice import accepted_flags, in_compare_terms
+    from gdpo_trl.cli.compare_args import build_parser
 
     said = in_compare_terms(message, accepted_flags(build_parser()))
     assert_compare_accepts(said)
