@@ -12,15 +12,13 @@ one-digit edit of a copy is found (tests/docs/test_recomputed_json.py)."""
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import json
 import statistics
 from pathlib import Path
 
-from tests.helpers.studies import ROOT
+from tests.helpers.scripts import load_script
 
 H8 = "smollm2_gdpo_grpo"
-BENCHMARK = ROOT / "scripts" / "benchmark_cpu_path.py"
 
 
 def text_differences(name: str, committed: str, recomputed: str, limit: int = 6) -> list[str]:
@@ -68,10 +66,7 @@ def h8_differences(results: Path) -> list[str]:
 
 def benchmark_script():
     """scripts/benchmark_cpu_path.py as a module (what wrote cpu_path.json: its shares of the machine's bounds)."""
-    spec = importlib.util.spec_from_file_location("benchmark_cpu_path", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmark_cpu_path")
 
 
 def cpu_path_derived(record: dict) -> dict:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.eval.scoring import reward_funcs, summarize
+from tests.helpers.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results" / "real_model"
@@ -48,11 +49,7 @@ def test_an_evaluation_recomputes_from_its_completions(folder):
 
 
 def test_the_reference_rules_comparison_recomputes():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("real_model_rewards", ROOT / "scripts" / "real_model_rewards.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("real_model_rewards")
     committed = json.loads((RESULTS / "rewards_reference.json").read_text())
     assert committed == json.loads(json.dumps(script.report()))
 

@@ -3,7 +3,6 @@ GRPO on three outcomes with Holm over three, the verdict, the files), its pilot'
 (gdpo_trl/results/qwen_pilot.py) and its runner (scripts/qwen_study.py: the order of jobs, one thread everywhere, the
 commands, resuming)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,18 +10,15 @@ import pytest
 
 from gdpo_trl.results import qwen_pilot, qwen_study
 from gdpo_trl.results.stats import holm_adjusted, welch_t_test
+from tests.helpers.scripts import load_script
 from tests.scripts.test_smollm2_study import evaluation, training
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "qwen_study.py"
 FORMAT = {"gdpo": [0.80, 0.82, 0.84], "grpo": [0.70, 0.71, 0.69]}
 
 
 @pytest.fixture(scope="module")
 def runner():
-    spec = importlib.util.spec_from_file_location("qwen_study_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("qwen_study")
 
 
 def make_study(root: Path, seeds) -> None:

@@ -3,7 +3,6 @@ analyze runs): the stopping rule's seeds, the pre-registered differences with Ho
 the verdicts and the files it writes; and the runner's status."""
 
 import gzip
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,16 +11,14 @@ import pytest
 from gdpo_trl.eval.scoring import summarize
 from gdpo_trl.results import smollm2_study as h8
 from gdpo_trl.results.stats import holm_adjusted, welch_t_test
+from tests.helpers.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "smollm2_study.py"
 
 
 @pytest.fixture(scope="module")
 def study():
-    spec = importlib.util.spec_from_file_location("smollm2_study", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("smollm2_study")
 
 
 FORMAT = {"gdpo": [0.80, 0.82, 0.84], "grpo": [0.70, 0.71, 0.69], "sft": [0.50, 0.55, 0.45]}
