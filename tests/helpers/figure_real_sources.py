@@ -46,7 +46,7 @@ def counts(name: str) -> dict[str, int]:
 
 def real_model_counts(tmp):
     """Per evaluation its :func:`counts`, their totals over both, its summary's generation settings; the reference
-    comparison's completions (all, and the prompt probes'), unreadable ones and differences per reward."""
+    comparison's completions (all, SmolLM2's, and the prompt probes'), unreadable ones and differences per reward."""
     found = []
     per_eval = [counts(name) for name in EVALS]
     for c in per_eval:
@@ -57,7 +57,9 @@ def real_model_counts(tmp):
         found += [v for v in generation.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     reference = json.loads((REAL / "rewards_reference.json").read_text())
     probes = [r for name, r in reference.items() if name.startswith("probe_")]
+    smollm2 = [r for name, r in reference.items() if "qwen" not in name]  # the Qwen start's own evaluation apart
     found += [sum(r["completions"] for r in reference.values()), sum(r["completions"] for r in probes)]
+    found += [sum(r["completions"] for r in smollm2)]
     found += [sum(r["unreadable"] for r in probes), *(r["unreadable"] for r in reference.values())]
     found += [len(d) for r in reference.values() for d in r["differences"].values()]
     return found
