@@ -1,5 +1,5 @@
-"""docs/results/real_model/cpu_path_side_by_side.json (scripts/benchmark_cpu_path.py --side_by_side): its summary is
-what its raw rows give, by the script's own function, and a one-digit edit of a raw row is found; the side-by-side
+"""docs/results/real_model/cpu_path_side_by_side.json and its quiet twin (scripts/benchmark_cpu_path.py
+--side_by_side): each summary is what its raw rows give, by the script's own function, and a one-digit edit of a raw row is found; the side-by-side
 rows alternate the samplers and carry the load beside each; the "same training" check says nothing where nothing was
 scored."""
 
@@ -13,11 +13,17 @@ import pytest
 from tests.helpers.figure_recompute import benchmark_script
 from tests.helpers.studies import RESULTS
 
-SIDE_BY_SIDE = RESULTS / "real_model" / "cpu_path_side_by_side.json"
+SIDE_BY_SIDE = RESULTS / "real_model" / "cpu_path_side_by_side.json"  # shared machine, with the recipe steps
+QUIET = RESULTS / "real_model" / "cpu_path_side_by_side_quiet.json"  # quiet machine, decode and training rows only
+
+
+@pytest.fixture(scope="module", params=[SIDE_BY_SIDE, QUIET], ids=lambda p: p.stem)
+def record(request) -> dict:
+    return json.loads(request.param.read_text())
 
 
 @pytest.fixture(scope="module")
-def record() -> dict:
+def with_steps() -> dict:
     return json.loads(SIDE_BY_SIDE.read_text())
 
 
@@ -72,20 +78,21 @@ def test_the_speed_section_quotes_the_json(record):
             f"{model['transformers']['share_of_copy_bandwidth']} / {model['fast']['share_of_copy_bandwidth']}"
         )
         quoted.append(f"{model['training_gflops']}, {model['training_share_of_bf16_gemm']}")
-    steps = summary["step_seconds"]
-    quoted += [
-        f"{steps['before']} s",
-        f"{steps['after, fast sampling']} s",
-        f"({summary['step_ratio_after_over_before']})",
-    ]
-    quoted += [f"{gb} GB" for gb in summary["peak_gb"].values()]
+    if record["runs"]:
+        steps = summary["step_seconds"]
+        quoted += [
+            f"{steps['before']} s",
+            f"{steps['after, fast sampling']} s",
+            f"({summary['step_ratio_after_over_before']})",
+        ]
+        quoted += [f"{gb} GB" for gb in summary["peak_gb"].values()]
     for big in summary.get("big_model_step", {}).values():
         quoted += [f"{big['step_seconds']} s", f"{big['peak_gb']} GB"]
     missing = [q for q in quoted if q not in speed]
     assert not missing, f"the Speed section does not quote {missing} of cpu_path_side_by_side.json"
 
 
-def test_runs_of_one_path_trained_alike_on_rewards_that_are_not_all_0(record):
-    runs = record["runs"]["after, fast sampling"]
+def test_runs_of_one_path_trained_alike_on_rewards_that_are_not_all_0(with_steps):
+    runs = with_steps["runs"]["after, fast sampling"]
     assert any(v for step in runs[0]["rewards"] for v in step)  # the format start scores: the check has teeth
-    assert record["summary"]["same_training_in_both_runs"]["after, fast sampling"] is True
+    assert with_steps["summary"]["same_training_in_both_runs"]["after, fast sampling"] is True
