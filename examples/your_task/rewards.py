@@ -7,7 +7,8 @@ Each has TRL's reward signature: keyword arguments, one float per completion. Ev
 
 def says_color(completions, color, **kwargs):
     """1.0 when the answer names the row's colour, else 0.0."""
-    return [1.0 if c.lower() in completion[0]["content"].lower() else 0.0 for completion, c in zip(completions, color)]
+    pairs = zip(completions, color, strict=True)  # one colour per completion: a mismatch is a bug, not a 0
+    return [1.0 if c.lower() in completion[0]["content"].lower() else 0.0 for completion, c in pairs]
 
 
 def brevity(completions, **kwargs):
