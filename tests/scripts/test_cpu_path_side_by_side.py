@@ -1,7 +1,7 @@
 """docs/results/real_model/cpu_path_side_by_side.json and its two quiet runs (scripts/benchmark_cpu_path.py
---side_by_side): each summary is what its raw rows give, by the script's own function, and a one-digit edit of a raw row is found; the side-by-side
-rows alternate the samplers and carry the load beside each; the "same training" check says nothing where nothing was
-scored."""
+--side_by_side): each summary is what its raw rows give, by the script's own function, and a one-digit edit of a raw
+row is found; the side-by-side rows alternate the samplers and carry the load beside each; the "same training" check
+says nothing where nothing was scored."""
 
 from __future__ import annotations
 
