@@ -15,11 +15,22 @@ background, niced, and again after a stop to go on::
     nohup nice -n 10 python scripts/qwen_study.py run --data DATA > outputs/qwen_gdpo_grpo.log 2>&1 &
     python scripts/qwen_study.py status     # where it stands, no outcome
     python scripts/qwen_study.py analyze    # once the stopping rule says so: tables, curves, raw logs, completions
+
+A machine can be renewed between sessions, taking the study's folder with it. So each finished job is committed as
+it finishes, unread: ``keep`` copies what the analysis needs of every finished job (each evaluation's summary and
+gzipped completions, each trained run's trainer_state.json, each job's log of commands, gzipped) into
+docs/results/qwen_gdpo_grpo/, printing only the jobs' names; ``restore`` puts them back into a new study folder, so
+the runner goes on with the first unfinished job instead of repeating finished ones::
+
+    python scripts/qwen_study.py keep       # after a job finishes; then commit docs/results/qwen_gdpo_grpo
+    python scripts/qwen_study.py restore    # on a renewed machine, before run
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import shutil
 import sys
 from pathlib import Path
 
@@ -138,6 +149,66 @@ def status(args) -> None:
         print(f"{arm:17} seed {seed!s:4} trained {start or trained(out)!s:5} evaluated {done_eval!s:5} {checkpoints}")
 
 
+def finished(arm: str, out: Path) -> bool:
+    """Whether a job is done: its evaluation written and, for a trained arm, its training too."""
+    start = arm.startswith("start")
+    return ((out if start else evaluation(out)) / "summary.json").is_file() and (start or trained(out))
+
+
+def keep_job(arm: str, out: Path, kept: Path) -> bool:
+    """Copy what the analysis needs of one finished job from the study folder ``out.parent`` into ``kept``, in the
+    same layout, completions and logs gzipped (mtime 0: keeping twice writes the same bytes); False if unfinished."""
+    from gdpo_trl.results.smollm2_study import copy_evaluation
+
+    if not finished(arm, out):
+        return False
+    start = arm.startswith("start")
+    copy_evaluation(out if start else evaluation(out), kept / (out if start else evaluation(out)).name)
+    if not start:
+        (kept / out.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(out / "trainer_state.json", kept / out.name / "trainer_state.json")
+    log = out.with_name(f"{out.name}.log")
+    if log.is_file():
+        (kept / f"{log.name}.gz").write_bytes(gzip.compress(log.read_bytes(), mtime=0))
+    return True
+
+
+def restore_job(arm: str, kept_out: Path, out: Path) -> bool:
+    """The reverse of :func:`keep_job`: a kept job back into a study folder as the runner left it (completions and
+    log unzipped), unless that folder already has it; True if it was restored."""
+    if not finished(arm, kept_out) or finished(arm, out):
+        return False
+    start = arm.startswith("start")
+    pairs = [(kept_out, out)] if start else [(evaluation(kept_out), evaluation(out))]
+    for source, target in pairs:
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source / "summary.json", target / "summary.json")
+        packed = source / "completions.jsonl.gz"
+        (target / "completions.jsonl").write_bytes(gzip.decompress(packed.read_bytes()))
+    if not start:
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(kept_out / "trainer_state.json", out / "trainer_state.json")
+    log = kept_out.with_name(f"{kept_out.name}.log.gz")
+    if log.is_file():
+        out.with_name(f"{out.name}.log").write_bytes(gzip.decompress(log.read_bytes()))
+    return True
+
+
+def keep(args) -> None:
+    """Every finished job of the study folder into docs/results/qwen_gdpo_grpo/ (names printed, no outcome)."""
+    root, kept = Path(args.out), Path(args.docs) / STUDY
+    names = [out.name for arm, _, out in jobs(root) if keep_job(arm, out, kept)]
+    print(f"kept in {kept}: {' '.join(names) or 'nothing finished yet'}")
+
+
+def restore(args) -> None:
+    """Every job kept in docs/results/qwen_gdpo_grpo/ back into the study folder, where it is not finished there."""
+    root, kept = Path(args.out), Path(args.docs) / STUDY
+    pairs = zip(jobs(kept), jobs(root), strict=True)
+    names = [out.name for (arm, _, kept_out), (_, _, out) in pairs if restore_job(arm, kept_out, out)]
+    print(f"restored into {root}: {' '.join(names) or 'nothing (none kept, or all there already)'}")
+
+
 def pilot(args) -> None:
     """Sample the start at the study's settings on GSM8K train problems, then write the pilot's figures."""
     from gdpo_trl.results.qwen_pilot import write_pilot
@@ -167,19 +238,20 @@ def analyze(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["pilot", "run", "status", "analyze"])
+    parser.add_argument("command", choices=["pilot", "run", "status", "keep", "restore", "analyze"])
     parser.add_argument("--data", help="the GSM8K folder (train.jsonl, test.jsonl), for pilot and run")
     parser.add_argument("--out", default=str(ROOT / "outputs" / STUDY), help=f"default: outputs/{STUDY}")
     parser.add_argument("--workers", type=int, default=1, help="jobs at a time, one torch thread each (default 1)")
     parser.add_argument(
-        "--docs", default=str(ROOT / "docs" / "results"), help="where pilot and analyze write (docs/results)"
+        "--docs", default=str(ROOT / "docs" / "results"), help="where pilot, keep and analyze write and restore reads (docs/results)"
     )
     args = parser.parse_args()
     if args.command in ("pilot", "run") and not args.data:
         parser.error(f"{args.command} needs --data (the GSM8K folder)")
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
-    {"pilot": pilot, "run": run, "status": status, "analyze": analyze}[args.command](args)
+    commands = {"pilot": pilot, "run": run, "status": status, "keep": keep, "restore": restore, "analyze": analyze}
+    commands[args.command](args)
 
 
 if __name__ == "__main__":

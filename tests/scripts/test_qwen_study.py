@@ -110,3 +110,37 @@ def test_the_committed_pilot_recomputes_from_its_completions():
     assert json.loads(json.dumps(qwen_pilot.pilot(docs / "qwen_pilot"))) == committed
     assert (docs / "qwen_pilot.md").read_text() == qwen_pilot.tables(committed)
     assert committed["sampling"]["completions"] == 16 * 8
+
+
+def test_finished_jobs_kept_and_restored_give_the_same_analysis(runner, tmp_path, capsys):
+    # A machine renewed between sessions loses the study folder: what keep committed must bring the runner back to
+    # where it stood (finished jobs skipped, unfinished ones left to run) and give the same analysis.
+    root, docs, renewed = tmp_path / "study", tmp_path / "docs", tmp_path / "renewed"
+    make_study(root, [0, 1, 2])
+    evaluation(root / "eval-start", 0.5, 0)
+    (root / "gdpo-seed0.log").write_text("$ gdpo train ... --seed 0\n$ gdpo eval ...\n")
+    (root / "gdpo-seed3" / "checkpoint-4").mkdir(parents=True)  # in training: not finished, not kept
+    (root / "grpo-seed3").mkdir()
+    (root / "grpo-seed3" / "trainer_state.json").write_text(json.dumps({"log_history": training(3)}))  # not evaluated
+    args = type("Args", (), {"out": str(root), "docs": str(docs)})
+    runner.keep(args)
+    assert capsys.readouterr().out.split(": ")[1].split() == [
+        "eval-start", *(f"{arm}-seed{seed}" for seed in (0, 1, 2) for arm in qwen_study.ARMS)
+    ]
+    kept = docs / qwen_study.STUDY
+    assert not (kept / "gdpo-seed3").exists() and not (kept / "grpo-seed3").exists()
+    assert (kept / "gdpo-seed0.log.gz").is_file() and (kept / "eval-grpo-seed2" / "completions.jsonl.gz").is_file()
+    before = {path: path.read_bytes() for path in kept.rglob("*") if path.is_file()}
+    runner.keep(args)  # keeping again writes the same bytes: git sees nothing new
+    assert {path: path.read_bytes() for path in kept.rglob("*") if path.is_file()} == before
+    args.out = str(renewed)
+    runner.restore(args)
+    states = {(arm, seed): runner.finished(arm, out) for arm, seed, out in runner.jobs(renewed)}
+    assert [job for job, done in states.items() if done] == [("start", None)] + [
+        (arm, seed) for seed in (0, 1, 2) for arm in qwen_study.ARMS
+    ]
+    assert (renewed / "gdpo-seed0.log").read_text() == (root / "gdpo-seed0.log").read_text()
+    assert qwen_study.analysis_and_logs(renewed) == qwen_study.analysis_and_logs(root)
+    (renewed / "eval-gdpo-seed0" / "summary.json").write_text("{}")  # restore never overwrites the study's own files
+    runner.restore(args)
+    assert (renewed / "eval-gdpo-seed0" / "summary.json").read_text() == "{}"
