@@ -243,7 +243,9 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "outputs" / STUDY), help=f"default: outputs/{STUDY}")
     parser.add_argument("--workers", type=int, default=1, help="jobs at a time, one torch thread each (default 1)")
     parser.add_argument(
-        "--docs", default=str(ROOT / "docs" / "results"), help="where pilot, keep and analyze write and restore reads (docs/results)"
+        "--docs",
+        default=str(ROOT / "docs" / "results"),
+        help="where pilot, keep and analyze write and restore reads (docs/results)",
     )
     args = parser.parse_args()
     if args.command in ("pilot", "run") and not args.data:

@@ -125,7 +125,8 @@ def test_finished_jobs_kept_and_restored_give_the_same_analysis(runner, tmp_path
     args = type("Args", (), {"out": str(root), "docs": str(docs)})
     runner.keep(args)
     assert capsys.readouterr().out.split(": ")[1].split() == [
-        "eval-start", *(f"{arm}-seed{seed}" for seed in (0, 1, 2) for arm in qwen_study.ARMS)
+        "eval-start",
+        *(f"{arm}-seed{seed}" for seed in (0, 1, 2) for arm in qwen_study.ARMS),
     ]
     kept = docs / qwen_study.STUDY
     assert not (kept / "gdpo-seed3").exists() and not (kept / "grpo-seed3").exists()
