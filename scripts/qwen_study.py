@@ -43,6 +43,11 @@ THREADS = 1  # every command of the study, training and evaluation alike
 STEPS = 10
 SAVE_STEPS = 2
 RECIPE = ROOT / "recipes" / "cpu" / "qwen_{arm}" / "config.yaml"
+# Every trained run and its evaluation compute in float32, on any CPU (amendment 2 of the pre-registration): the
+# registered bfloat16 ran at native speed only where the CPU has avx512_bf16 or amx_bf16, and the study's machine was
+# renewed as one without (bf16 products 5-8x slower than float32 there). float32 is the one precision every machine
+# runs at speed, so runs on different machines differ in kernels' rounding only, not in precision.
+DTYPE = "float32"
 EVAL_LIMIT = 200
 MAX_NEW_TOKENS = 400  # the recipes' max_completion_length
 EVAL = [
@@ -53,7 +58,7 @@ EVAL = [
     "--batch_size",
     "50",
     "--dtype",
-    "bfloat16",
+    DTYPE,
 ]
 # The start as released, with the model's own chat default (no system prompt of ours): scored by the last number of
 # the completion (and \boxed{}), since it never writes our layout.
@@ -84,7 +89,7 @@ def train_command(arm: str, seed: int, data: Path, out: Path) -> list[str]:
     resume = resume or (["--overwrite_output_dir", "true"] if out.exists() else [])
     return [tool("gdpo"), "train", "--config", str(RECIPE).format(arm=arm), "--dataset_name", str(data / "train.jsonl"),
             "--seed", str(seed), "--max_steps", str(STEPS), "--save_steps", str(SAVE_STEPS), "--save_total_limit", "1",
-            "--output_dir", str(out), *resume]  # fmt: skip
+            "--cpu_dtype", DTYPE, "--output_dir", str(out), *resume]  # fmt: skip
 
 
 def eval_command(model: str, data: Path, out: Path, extra: list[str]) -> list[str]:
@@ -124,6 +129,21 @@ def run_job(arm: str, seed: int | None, out: Path, data: Path) -> None:
     stamp(f"done {arm} seed {seed}")
 
 
+def machine() -> str:
+    """This machine's CPU, its cores and its native bf16 flag (or none), for the study's log."""
+    import os
+
+    from gdpo_trl.core.cpu_speed import cpu_flags, native_bf16_flag
+
+    info = Path("/proc/cpuinfo").read_text(errors="replace") if Path("/proc/cpuinfo").is_file() else ""
+    fields = {
+        key.strip(): value.strip()
+        for key, value in (line.split(":", 1) for line in info.splitlines()[:30] if ":" in line)
+    }
+    name = f"{fields.get('model name', '?')}, family {fields.get('cpu family', '?')}, model {fields.get('model', '?')}"
+    return f"{name}, {os.cpu_count()} cores, native bf16: {native_bf16_flag(cpu_flags()) or 'none'}"
+
+
 def check_data(data: Path) -> None:
     missing = [name for name in ("train.jsonl", "test.jsonl") if not (data / name).is_file()]
     if missing:
@@ -131,11 +151,12 @@ def check_data(data: Path) -> None:
 
 
 def run(args) -> None:
-    from gdpo_trl.results.study_jobs import run_jobs
+    from gdpo_trl.results.study_jobs import run_jobs, stamp
 
     root, data = Path(args.out), Path(args.data)
     check_data(data)
     root.mkdir(parents=True, exist_ok=True)
+    stamp(f"machine: {machine()}")  # each stretch of the study names the CPU its jobs ran on
     run_jobs(((*job, data) for job in jobs(root)), run_job, workers=args.workers)
 
 
