@@ -18,9 +18,9 @@ background, niced, and again after a stop to go on::
 
 A machine can be renewed between sessions, taking the study's folder with it. So each finished job is committed as
 it finishes, unread: ``keep`` copies what the analysis needs of every finished job (each evaluation's summary and
-gzipped completions, each trained run's trainer_state.json, each job's log of commands, gzipped) into
-docs/results/qwen_gdpo_grpo/, printing only the jobs' names; ``restore`` puts them back into a new study folder, so
-the runner goes on with the first unfinished job instead of repeating finished ones::
+gzipped completions, each trained run's trainer_state.json, each job's log of commands, gzipped, and the runner's
+log of stamps) into docs/results/qwen_gdpo_grpo/, printing only the jobs' names; ``restore`` puts them back into a
+new study folder, so the runner goes on with the first unfinished job instead of repeating finished ones::
 
     python scripts/qwen_study.py keep       # after a job finishes; then commit docs/results/qwen_gdpo_grpo
     python scripts/qwen_study.py restore    # on a renewed machine, before run
@@ -215,10 +215,17 @@ def restore_job(arm: str, kept_out: Path, out: Path) -> bool:
     return True
 
 
+def study_log(root: Path) -> Path:
+    """The runner's own log, beside the study folder as the documented commands write it (``<out>.log``)."""
+    return root.with_name(f"{root.name}.log")
+
+
 def keep(args) -> None:
     """Every finished job of the study folder into docs/results/qwen_gdpo_grpo/ (names printed, no outcome)."""
     root, kept = Path(args.out), Path(args.docs) / STUDY
     names = [out.name for arm, _, out in jobs(root) if keep_job(arm, out, kept)]
+    if study_log(root).is_file():  # its stamps say when each job ran and on which machine: progress, no outcome
+        shutil.copy(study_log(root), kept / "study.log")
     print(f"kept in {kept}: {' '.join(names) or 'nothing finished yet'}")
 
 
@@ -227,6 +234,8 @@ def restore(args) -> None:
     root, kept = Path(args.out), Path(args.docs) / STUDY
     pairs = zip(jobs(kept), jobs(root), strict=True)
     names = [out.name for (arm, _, kept_out), (_, _, out) in pairs if restore_job(arm, kept_out, out)]
+    if (kept / "study.log").is_file() and not study_log(root).is_file():
+        shutil.copy(kept / "study.log", study_log(root))
     print(f"restored into {root}: {' '.join(names) or 'nothing (none kept, or all there already)'}")
 
 

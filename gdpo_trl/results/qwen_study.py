@@ -10,7 +10,9 @@ statistic is H9's: one difference (GDPO - GRPO) on three primary outcomes, Holm 
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 from pathlib import Path
 
 from gdpo_trl.results.smollm2_study import CURVES as H8_CURVES
@@ -73,6 +75,39 @@ def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
                   for name, key in CURVES.items()} for arm in ARMS}  # fmt: skip
 
 
+def read_text(plain: Path) -> str | None:
+    """A log as the runner wrote it, or gzipped as kept (``<name>.gz``); None where neither is there."""
+    packed = plain.with_name(f"{plain.name}.gz")
+    if plain.is_file():
+        return plain.read_text()
+    return gzip.decompress(packed.read_bytes()).decode() if packed.is_file() else None
+
+
+def run_record(root: Path, seeds: list[int]) -> dict[str, dict]:
+    """How each run ran, as the pre-registration asks it disclosed: the machines its jobs ran on (the runner's
+    ``machine:`` stamps, written from amendment 2 on: a job stamped before the first of them belongs to an attempt
+    discarded before it) and, from its own log of commands, how often it was trained, resumed from a checkpoint or
+    started over. The runner's log is ``<root>.log`` beside a study folder, or ``study.log`` in it as kept."""
+    stamps = read_text(root.with_name(f"{root.name}.log")) or read_text(root / "study.log") or ""
+    machines: dict[str, list[str]] = {}
+    machine = None
+    for line in stamps.splitlines():
+        if found := re.match(r"\S+ \S+ machine: (.+)", line):
+            machine = found[1]
+        elif machine and (found := re.match(r"\S+ \S+ (?:train|evaluate) (\w+) seed (\d+)$", line)):
+            names = machines.setdefault(f"{found[1]}-seed{found[2]}", [])
+            names += [] if machine in names else [machine]
+    record = {}
+    for name in (f"{arm}-seed{seed}" for seed in seeds for arm in ARMS):
+        trains = [
+            c for c in (read_text(root / f"{name}.log") or "").splitlines() if c.startswith("$ ") and " train " in c
+        ]
+        record[name] = {"machines": machines.get(name, []), "train_commands": len(trains),
+                        "resumed": sum("--resume_from_checkpoint" in c for c in trains),
+                        "started_over": sum("--overwrite_output_dir" in c for c in trains)}  # fmt: skip
+    return record
+
+
 def analysis_and_logs(root: Path) -> tuple[dict, dict[str, list[dict]]]:
     """The pre-registered statistic over the seeds whose two arms are both evaluated: per arm mean ± std of each
     outcome; GDPO - GRPO on each with Welch's test, the 95% bootstrap CI (``default_rng(0)``) and its verdict; Holm
@@ -108,6 +143,7 @@ def analysis_and_logs(root: Path) -> tuple[dict, dict[str, list[dict]]]:
             arm: {name: mean_std([runs[arm, seed][name] for seed in seeds]) for name in secondary} for arm in ARMS
         },  # fmt: skip
         "training": curves(logs, seeds),
+        "record": run_record(root, seeds),
         "comparisons": comparisons,
         "verdict": {"H9 gdpo - grpo": reading},
     }
@@ -125,6 +161,10 @@ def tables(result: dict) -> str:
     lines += ["", *(f"- {name}: {value}" for name, value in result["verdict"].items())]
     training = {arm: found.values() for arm, found in result["training"].items()}
     lines += secondary_tables(result["secondary"], training, list(CURVES))
+    lines += ["", "How each run ran (the runner's stamps and each run's log of commands):", "",
+              "| run | machines | train commands | resumed | started over |", "|---|---|---:|---:|---:|"]  # fmt: skip
+    lines += [f"| {name} | {'; '.join(r['machines']) or 'not stamped'} | {r['train_commands']} | {r['resumed']} | "
+              f"{r['started_over']} |" for name, r in result.get("record", {}).items()]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -134,7 +174,8 @@ def write(root: Path, docs: Path) -> None:
     result, logs = analysis_and_logs(root)
     write_logs(docs / "logs" / f"{STUDY}.json.gz", STUDY, COMMAND, logs)
     for folder in sorted(root.glob("eval-*")):
-        copy_evaluation(folder, docs / STUDY / folder.name)
+        if folder.resolve() != (docs / STUDY / folder.name).resolve():  # analysed where kept: already there
+            copy_evaluation(folder, docs / STUDY / folder.name)
     (docs / f"{STUDY}.json").write_text(json.dumps(result, indent=2) + "\n")
     (docs / f"{STUDY}.md").write_text(tables(result) + f"\n![H9's training curves]({STUDY}.png)\n")
     plot_training(logs, result["seeds"], docs / f"{STUDY}.png", model="Qwen2.5-Coder-0.5B-Instruct", study="H9")

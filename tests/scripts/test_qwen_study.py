@@ -121,6 +121,7 @@ def test_finished_jobs_kept_and_restored_give_the_same_analysis(runner, tmp_path
     make_study(root, [0, 1, 2])
     evaluation(root / "eval-start", 0.5, 0)
     (root / "gdpo-seed0.log").write_text("$ gdpo train ... --seed 0\n$ gdpo eval ...\n")
+    (tmp_path / "study.log").write_text("2026-11-29 03:16:42 machine: AMD EPYC, 2 cores, native bf16: none\n")
     (root / "gdpo-seed3" / "checkpoint-4").mkdir(parents=True)  # in training: not finished, not kept
     (root / "grpo-seed3").mkdir()
     (root / "grpo-seed3" / "trainer_state.json").write_text(json.dumps({"log_history": training(3)}))  # not evaluated
@@ -143,7 +144,41 @@ def test_finished_jobs_kept_and_restored_give_the_same_analysis(runner, tmp_path
         (arm, seed) for seed in (0, 1, 2) for arm in qwen_study.ARMS
     ]
     assert (renewed / "gdpo-seed0.log").read_text() == (root / "gdpo-seed0.log").read_text()
+    assert (tmp_path / "renewed.log").read_text() == (tmp_path / "study.log").read_text()  # the runner's stamps too
     assert qwen_study.analysis_and_logs(renewed) == qwen_study.analysis_and_logs(root)
+    assert qwen_study.analysis_and_logs(kept) == qwen_study.analysis_and_logs(root)  # analysed where committed too
     (renewed / "eval-gdpo-seed0" / "summary.json").write_text("{}")  # restore never overwrites the study's own files
     runner.restore(args)
     assert (renewed / "eval-gdpo-seed0" / "summary.json").read_text() == "{}"
+
+
+def test_each_runs_machines_and_resumes_are_read_from_the_logs(tmp_path):
+    root = tmp_path / "study"
+    make_study(root, [0, 1, 2])
+    (tmp_path / "study.log").write_text(
+        "2026-11-29 03:13:17 train gdpo seed 0\n"  # before the first machine stamp: a discarded attempt
+        "2026-11-29 03:16:42 machine: EPYC A, 2 cores, native bf16: none\n"
+        "2026-11-29 03:16:42 train gdpo seed 0\n2026-11-29 03:16:42 train grpo seed 0\n"
+        "2026-11-30 09:00:00 machine: EPYC B, 2 cores, native bf16: avx512_bf16\n"
+        "2026-11-30 09:00:00 train grpo seed 0\n2026-11-30 09:50:00 evaluate grpo seed 0\n"
+    )
+    (root / "grpo-seed0.log").write_text(
+        "\n$ /v/gdpo train --config c --seed 0 --output_dir o\nstep 1\n"
+        "\n$ /v/gdpo train --config c --seed 0 --output_dir o --resume_from_checkpoint true\n"
+        "\n$ /v/gdpo eval --model o --output_dir e\n"
+    )
+    record = qwen_study.run_record(root, [0, 1, 2])
+    assert record["gdpo-seed0"] == {"machines": ["EPYC A, 2 cores, native bf16: none"], "train_commands": 0,
+                                    "resumed": 0, "started_over": 0}  # fmt: skip
+    assert record["grpo-seed0"] == {
+        "machines": ["EPYC A, 2 cores, native bf16: none", "EPYC B, 2 cores, native bf16: avx512_bf16"],
+        "train_commands": 2, "resumed": 1, "started_over": 0,
+    }  # fmt: skip
+    assert record["gdpo-seed1"]["machines"] == []
+    result, _ = qwen_study.analysis_and_logs(root)
+    table = qwen_study.tables(result)
+    assert (
+        "| grpo-seed0 | EPYC A, 2 cores, native bf16: none; EPYC B, 2 cores, native bf16: avx512_bf16 | 2 | 1 | 0 |"
+        in table
+    )
+    assert "| gdpo-seed1 | not stamped | 0 | 0 | 0 |" in table
