@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -131,8 +132,6 @@ def run_job(arm: str, seed: int | None, out: Path, data: Path) -> None:
 
 def machine() -> str:
     """This machine's CPU, its cores and its native bf16 flag (or none), for the study's log."""
-    import os
-
     from gdpo_trl.core.cpu_speed import cpu_flags, native_bf16_flag
 
     info = Path("/proc/cpuinfo").read_text(errors="replace") if Path("/proc/cpuinfo").is_file() else ""
@@ -200,12 +199,10 @@ def restore_job(arm: str, kept_out: Path, out: Path) -> bool:
     if not finished(arm, kept_out) or finished(arm, out):
         return False
     start = arm.startswith("start")
-    pairs = [(kept_out, out)] if start else [(evaluation(kept_out), evaluation(out))]
-    for source, target in pairs:
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy(source / "summary.json", target / "summary.json")
-        packed = source / "completions.jsonl.gz"
-        (target / "completions.jsonl").write_bytes(gzip.decompress(packed.read_bytes()))
+    source, target = (kept_out, out) if start else (evaluation(kept_out), evaluation(out))
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source / "summary.json", target / "summary.json")
+    (target / "completions.jsonl").write_bytes(gzip.decompress((source / "completions.jsonl.gz").read_bytes()))
     if not start:
         out.mkdir(parents=True, exist_ok=True)
         shutil.copy(kept_out / "trainer_state.json", out / "trainer_state.json")
@@ -224,7 +221,10 @@ def keep(args) -> None:
     """Every finished job of the study folder into docs/results/qwen_gdpo_grpo/ (names printed, no outcome)."""
     root, kept = Path(args.out), Path(args.docs) / STUDY
     names = [out.name for arm, _, out in jobs(root) if keep_job(arm, out, kept)]
-    if study_log(root).is_file():  # its stamps say when each job ran and on which machine: progress, no outcome
+    if study_log(root).is_file():
+        kept.mkdir(
+            parents=True, exist_ok=True
+        )  # its stamps say when each job ran and on which machine: progress, no outcome
         shutil.copy(study_log(root), kept / "study.log")
     print(f"kept in {kept}: {' '.join(names) or 'nothing finished yet'}")
 

@@ -182,3 +182,11 @@ def test_each_runs_machines_and_resumes_are_read_from_the_logs(tmp_path):
         in table
     )
     assert "| gdpo-seed1 | not stamped | 0 | 0 | 0 |" in table
+
+
+def test_keep_before_any_job_finished_keeps_the_runners_log_only(runner, tmp_path, capsys):
+    (tmp_path / "study" / "gdpo-seed0" / "checkpoint-2").mkdir(parents=True)
+    (tmp_path / "study.log").write_text("2026-11-29 03:16:42 machine: AMD EPYC, 2 cores, native bf16: none\n")
+    runner.keep(type("Args", (), {"out": str(tmp_path / "study"), "docs": str(tmp_path / "docs")}))
+    assert capsys.readouterr().out.endswith(": nothing finished yet\n")
+    assert [p.name for p in (tmp_path / "docs" / qwen_study.STUDY).iterdir()] == ["study.log"]
