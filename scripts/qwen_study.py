@@ -212,13 +212,10 @@ def restore_job(arm: str, kept_out: Path, out: Path) -> bool:
     return True
 
 
-def study_log(root: Path) -> Path:
-    """The runner's own log, beside the study folder as the documented commands write it (``<out>.log``)."""
-    return root.with_name(f"{root.name}.log")
-
-
 def keep(args) -> None:
     """Every finished job of the study folder into docs/results/qwen_gdpo_grpo/ (names printed, no outcome)."""
+    from gdpo_trl.results.qwen_study import study_log
+
     root, kept = Path(args.out), Path(args.docs) / STUDY
     names = [out.name for arm, _, out in jobs(root) if keep_job(arm, out, kept)]
     if study_log(root).is_file():
@@ -231,6 +228,8 @@ def keep(args) -> None:
 
 def restore(args) -> None:
     """Every job kept in docs/results/qwen_gdpo_grpo/ back into the study folder, where it is not finished there."""
+    from gdpo_trl.results.qwen_study import study_log
+
     root, kept = Path(args.out), Path(args.docs) / STUDY
     pairs = zip(jobs(kept), jobs(root), strict=True)
     names = [out.name for (arm, _, kept_out), (_, _, out) in pairs if restore_job(arm, kept_out, out)]

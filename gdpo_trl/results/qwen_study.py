@@ -75,6 +75,11 @@ def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
                   for name, key in CURVES.items()} for arm in ARMS}  # fmt: skip
 
 
+def study_log(root: Path) -> Path:
+    """The runner's own log, beside the study folder as the documented commands write it (``<out>.log``)."""
+    return root.with_name(f"{root.name}.log")
+
+
 def read_text(plain: Path) -> str | None:
     """A log as the runner wrote it, or gzipped as kept (``<name>.gz``); None where neither is there."""
     packed = plain.with_name(f"{plain.name}.gz")
@@ -88,7 +93,7 @@ def run_record(root: Path, seeds: list[int]) -> dict[str, dict]:
     ``machine:`` stamps, written from amendment 2 on: a job stamped before the first of them belongs to an attempt
     discarded before it) and, from its own log of commands, how often it was trained, resumed from a checkpoint or
     started over. The runner's log is ``<root>.log`` beside a study folder, or ``study.log`` in it as kept."""
-    stamps = read_text(root.with_name(f"{root.name}.log")) or read_text(root / "study.log") or ""
+    stamps = read_text(study_log(root)) or read_text(root / "study.log") or ""
     machines: dict[str, list[str]] = {}
     machine = None
     for line in stamps.splitlines():
