@@ -12,10 +12,10 @@ Writes docs/results/real_model/rewards_reference.json with ``--write``; tests/re
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 from pathlib import Path
 
+from gdpo_trl.results.smollm2_study import read_completions
 from gdpo_trl.rewards.gsm8k import (
     correctness_reward,
     extract_answer,
@@ -28,11 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 RESULTS = ROOT / "docs" / "results" / "real_model"
 REWARDS = {"format": format_reward, "correctness": correctness_reward, "integer": integer_reward}
-
-
-def read_rows(folder: Path) -> list[dict]:
-    with gzip.open(folder / "completions.jsonl.gz", "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def compare(rows: list[dict]) -> dict:
@@ -58,7 +53,7 @@ def compare(rows: list[dict]) -> dict:
 
 def report() -> dict:
     folders = sorted([*RESULTS.glob("eval_*"), *RESULTS.glob("probe_*")])
-    return {folder.name: compare(read_rows(folder)) for folder in folders}
+    return {folder.name: compare(read_completions(folder)) for folder in folders}
 
 
 def main() -> None:

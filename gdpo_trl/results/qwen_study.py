@@ -10,7 +10,6 @@ statistic is H9's: one difference (GDPO - GRPO) on three primary outcomes, Holm 
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from pathlib import Path
@@ -28,7 +27,7 @@ from gdpo_trl.results.smollm2_study import (
     secondary_tables,
 )
 from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
-from gdpo_trl.results.study_files import read_logs, write_logs
+from gdpo_trl.results.study_files import read_logs, read_text, write_logs
 
 STUDY = "qwen_gdpo_grpo"
 COMMAND = "nohup nice -n 10 python scripts/qwen_study.py run --data DATA --workers 2"
@@ -78,14 +77,6 @@ def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
 def study_log(root: Path) -> Path:
     """The runner's own log, beside the study folder as the documented commands write it (``<out>.log``)."""
     return root.with_name(f"{root.name}.log")
-
-
-def read_text(plain: Path) -> str | None:
-    """A log as the runner wrote it, or gzipped as kept (``<name>.gz``); None where neither is there."""
-    packed = plain.with_name(f"{plain.name}.gz")
-    if plain.is_file():
-        return plain.read_text()
-    return gzip.decompress(packed.read_bytes()).decode() if packed.is_file() else None
 
 
 def run_record(root: Path, seeds: list[int]) -> dict[str, dict]:

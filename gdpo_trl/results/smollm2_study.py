@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gdpo_trl.eval.scoring import summarize
 from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
-from gdpo_trl.results.study_files import read_logs, write_logs
+from gdpo_trl.results.study_files import read_logs, read_text, write_logs
 
 STUDY = "smollm2_gdpo_grpo"
 # What ran every job (each run's own train and eval commands are in its log beside it, outputs/smollm2_gdpo_grpo/).
@@ -54,8 +54,9 @@ CURVES = {
 
 def read_completions(evaluation: Path) -> list[dict]:
     """An evaluation's completions: ``completions.jsonl`` as gdpo eval wrote it, or gzipped as committed."""
-    plain, packed = evaluation / "completions.jsonl", evaluation / "completions.jsonl.gz"
-    text = plain.read_text() if plain.is_file() else gzip.decompress(packed.read_bytes()).decode()
+    text = read_text(evaluation / "completions.jsonl")
+    if text is None:
+        raise FileNotFoundError(f"no completions.jsonl(.gz) in {evaluation}: run its gdpo eval first")
     return [json.loads(line) for line in text.splitlines()]
 
 

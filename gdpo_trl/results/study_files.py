@@ -64,6 +64,14 @@ def write_logs(path: Path, task: str, command: str, runs: dict[str, list[dict]])
     return path
 
 
+def read_text(plain: Path) -> str | None:
+    """A text file as a job wrote it, or gzipped as a study commits it (``<name>.gz`` beside); None where neither is."""
+    packed = plain.with_name(f"{plain.name}.gz")
+    if plain.is_file():
+        return plain.read_text(encoding="utf-8")
+    return gzip.decompress(packed.read_bytes()).decode("utf-8") if packed.is_file() else None
+
+
 def read_logs(path: str | Path) -> dict:
     """The exported raw data: ``{"task", "command", "runs": {"<method>-seed<N>": log_history}}``."""
     return json.loads(gzip.decompress(Path(path).read_bytes()))
