@@ -212,7 +212,9 @@ class GDPOConfig(GRPOConfig):
         self.reward_weights_final = as_weights(self.reward_weights_final, "reward_weights_final")
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
         if self.cpu_threads is not None and not (isinstance(self.cpu_threads, int) and self.cpu_threads >= 1):
-            raise InputError(f"cpu_threads={self.cpu_threads}: must be at least 1 (leave it unset for torch's choice).")
+            raise InputError(
+                f"cpu_threads={self.cpu_threads}: must be at least 1 (leave it unset for torch's choice)."
+            )
         on_cpu = trains_on_cpu(self)
         if self.cpu_dtype is not None and on_cpu:
             dtype = cpu_dtype_choice(self.cpu_dtype)[0]  # the weights load in it and autocast computes in it

@@ -107,8 +107,9 @@ def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
     return found
 
 
-def plot_training(logs: dict[str, list[dict]], seeds: list[int], out_png: Path, model: str = "SmolLM2-135M",
-                  study: str = "H8") -> None:
+def plot_training(
+    logs: dict[str, list[dict]], seeds: list[int], out_png: Path, model: str = "SmolLM2-135M", study: str = "H8"
+) -> None:
     """The RL arms' training curves, one panel per reward and the total: mean over seeds, min-max band (study H9
     draws its own with ``model`` and ``study``)."""
     from gdpo_trl.results.compare import MethodCurves, plot_comparison
@@ -182,7 +183,9 @@ def mean_std_rows(header, by_arm: dict) -> list[str]:
     """A Markdown table of ``mean ± std`` cells: a header row of ``header``, then one row per arm of ``by_arm``
     (arm -> (mean, std) pairs in header order). H8's and H9's tables share it."""
     lines = ["| arm | " + " | ".join(header) + " |", "|---|" + "---:|" * len(header)]
-    lines += [f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in pairs) + " |" for arm, pairs in by_arm.items()]
+    lines += [
+        f"| {arm} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in pairs) + " |" for arm, pairs in by_arm.items()
+    ]
     return lines
 
 
