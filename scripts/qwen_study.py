@@ -31,8 +31,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import re
 import shutil
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,14 +161,33 @@ def run(args) -> None:
     run_jobs(((*job, data) for job in jobs(root)), run_job, workers=args.workers)
 
 
+# A progress bar as tqdm writes it: "3/10 [13:03<30:27, 261.09s/it]". The status reads nothing else of a job's log,
+# whose other lines hold training rewards that the study keeps unread until its stopping rule.
+PROGRESS_BAR = re.compile(r"\b\d+/\d+ \[[^\]\n]*\]")
+
+
+def progress(log: Path) -> str:
+    """The last progress bar in a job's log (its step, elapsed, remaining and pace), or "" where there is none."""
+    if not log.is_file():
+        return ""
+    with log.open("rb") as f:
+        f.seek(max(0, log.stat().st_size - 8192))  # the tail is enough: bars are rewritten in place with \r
+        bars = PROGRESS_BAR.findall(f.read().decode("utf-8", errors="replace"))
+    return f"at {bars[-1]}" if bars else ""
+
+
 def status(args) -> None:
-    """One line per job: trained, evaluated, checkpoints (no outcome is shown before the study ends)."""
+    """One line per job: trained, evaluated, its checkpoint and, while it runs, where its progress bar stands (no
+    outcome and no training reward is shown before the study ends)."""
     root = Path(args.out)
     for arm, seed, out in jobs(root):
         start = arm.startswith("start")
         done_eval = ((out if start else evaluation(out)) / "summary.json").is_file()
-        checkpoints = " ".join(sorted(p.name for p in out.glob("checkpoint-*")))
-        print(f"{arm:17} seed {seed!s:4} trained {start or trained(out)!s:5} evaluated {done_eval!s:5} {checkpoints}")
+        checkpoints = sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
+        saved = [f"{c.name} ({time.strftime('%H:%M UTC', time.gmtime(c.stat().st_mtime))})" for c in checkpoints[-1:]]
+        running = "" if finished(arm, out) else progress(out.with_name(f"{out.name}.log"))
+        line = f"{arm:17} seed {seed!s:4} trained {start or trained(out)!s:5} evaluated {done_eval!s:5}"
+        print(" ".join(part for part in (line, *saved, running) if part))
 
 
 def finished(arm: str, out: Path) -> bool:

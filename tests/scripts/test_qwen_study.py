@@ -190,3 +190,21 @@ def test_keep_before_any_job_finished_keeps_the_runners_log_only(runner, tmp_pat
     runner.keep(type("Args", (), {"out": str(tmp_path / "study"), "docs": str(tmp_path / "docs")}))
     assert capsys.readouterr().out.endswith(": nothing finished yet\n")
     assert [p.name for p in (tmp_path / "docs" / qwen_study.STUDY).iterdir()] == ["study.log"]
+
+
+def test_status_shows_a_running_jobs_step_and_checkpoint_but_none_of_its_log(runner, tmp_path, capsys):
+    # The study stays blind until its stopping rule: a training log holds reward lines between its progress bars,
+    # and the status line must carry the step from the last bar and nothing else of the log.
+    study = tmp_path / "study"
+    (study / "gdpo-seed1" / "checkpoint-2").mkdir(parents=True)
+    (study / "gdpo-seed1" / "checkpoint-10").mkdir()  # numbered, not sorted as text: 10 is the newest
+    bars = "\r 20%|##| 2/10 [20:00<80:00, 600.00s/it]{'reward': 0.8125, 'rewards/format/mean': 0.75}\n"
+    (study / "gdpo-seed1.log").write_text(f"$ gdpo train\n{bars}\r 30%|###| 3/10 [30:05<70:00, 601.50s/it]")
+    runner.status(type("Args", (), {"out": str(study)}))
+    lines = {line.split(" seed ")[0].strip() + line.split(" seed ")[1].split()[0]: line for line in
+             capsys.readouterr().out.splitlines()}  # fmt: skip
+    running = lines["gdpo1"]
+    assert "checkpoint-10 (" in running and "checkpoint-2" not in running
+    assert running.endswith("at 3/10 [30:05<70:00, 601.50s/it]")
+    assert "0.8125" not in running and "reward" not in running
+    assert lines["grpo1"].endswith("evaluated False")  # not started: no checkpoint, no bar
