@@ -14,6 +14,7 @@ import json
 import re
 from pathlib import Path
 
+from gdpo_trl.eval.scoring import summarize
 from gdpo_trl.results.smollm2_study import CURVES as H8_CURVES
 from gdpo_trl.results.smollm2_study import (
     OUTCOMES,
@@ -23,6 +24,7 @@ from gdpo_trl.results.smollm2_study import (
     logged_steps,
     mean_std_rows,
     plot_training,
+    read_completions,
     run_outcomes,
     secondary_tables,
 )
@@ -72,6 +74,20 @@ def curves(logs: dict[str, list[dict]], seeds: list[int]) -> dict:
     return {arm: {name: mean_std([sum(e.get(key, 0.0) for e in steps) / len(steps)
                                   for steps in (logged_steps(logs, arm, seed) for seed in seeds)])
                   for name, key in CURVES.items()} for arm in ARMS}  # fmt: skip
+
+
+def start_outcomes(folder: Path) -> dict:
+    """One of the start's evaluations as it came (they compare no arms): scored with the recipes' three rewards, its
+    outcomes as a run's (:func:`run_outcomes`); scored otherwise (the model's own chat default, by the last number in
+    the answer), every metric of its summary, recomputed from its completions and refused where they disagree."""
+    written = json.loads((folder / "summary.json").read_text())["metrics"]
+    if OUTCOMES["format"] in written:
+        return run_outcomes(folder)
+    metrics = summarize(read_completions(folder))
+    if differing := [key for key in written if written[key] != metrics.get(key)]:
+        raise SystemExit(f"{folder / 'summary.json'}: {differing[0]} is {written[differing[0]]!r} but its completions "
+                         f"give {metrics.get(differing[0])!r}; re-run gdpo eval or restore the file")  # fmt: skip
+    return metrics
 
 
 def study_log(root: Path) -> Path:
@@ -132,7 +148,7 @@ def analysis_and_logs(root: Path) -> tuple[dict, dict[str, list[dict]]]:
     logs = training_logs(root, seeds)
     result = {
         "seeds": seeds,
-        "starts": {name: run_outcomes(root / name) for name in STARTS if (root / name / "summary.json").is_file()},
+        "starts": {name: start_outcomes(root / name) for name in STARTS if (root / name / "summary.json").is_file()},
         "runs": [{"arm": arm, "seed": seed, **runs[arm, seed]} for seed in seeds for arm in ARMS],
         "arms": {arm: {name: mean_std(values[arm, name]) for name in OUTCOMES} for arm in ARMS},
         "secondary": {
