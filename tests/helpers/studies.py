@@ -45,9 +45,10 @@ RUNS = {"process": 20, **{task: 3 * seeds for task, seeds in SEEDS.items()}}
 # Study H8 on the real model: analysed by gdpo_trl.results.smollm2_study, not seed_study (its own tables, evaluations
 # and logs; tests/scripts/test_smollm2_study.py recomputes them).
 # Study H9's pilot: analysed by gdpo_trl.results.qwen_pilot from its committed completions (tests/scripts/
-# test_qwen_study.py recomputes it); it trained nothing, so it has no training logs.
-OTHER_STUDIES = ["smollm2_gdpo_grpo", "qwen_pilot"]
-OTHER_LOGS = ["compare", "smollm2_gdpo_grpo"]  # README's gdpo compare table; H8's RL runs
+# test_qwen_study.py recomputes it); it trained nothing, so it has no training logs. Study H9: analysed by
+# gdpo_trl.results.qwen_study from the folder its runner kept (the same test file recomputes it).
+OTHER_STUDIES = ["smollm2_gdpo_grpo", "qwen_pilot", "qwen_gdpo_grpo"]
+OTHER_LOGS = ["compare", "smollm2_gdpo_grpo", "qwen_gdpo_grpo"]  # README's gdpo compare table; H8's and H9's RL runs
 
 
 def seed_study():

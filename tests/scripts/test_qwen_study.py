@@ -10,6 +10,7 @@ import pytest
 
 from gdpo_trl.results import qwen_pilot, qwen_study
 from gdpo_trl.results.stats import holm_adjusted, welch_t_test
+from gdpo_trl.results.study_files import read_logs
 from tests.helpers.scripts import load_script
 from tests.scripts.test_smollm2_study import evaluation, training
 
@@ -53,6 +54,23 @@ def test_analysis_follows_the_preregistration(tmp_path):
     assert "| format | +0.120 |" in (docs / "qwen_gdpo_grpo.md").read_text()
     assert (docs / "qwen_gdpo_grpo.png").stat().st_size > 0
     assert sorted(p.name for p in (docs / "qwen_gdpo_grpo").iterdir())[:2] == ["eval-gdpo-seed0", "eval-gdpo-seed1"]
+
+
+def test_the_start_scored_by_the_last_number_is_reported_by_its_own_metrics(tmp_path):
+    # The model's own chat default is scored by last_number_reward, not the three rewards: its metrics as they came,
+    # recomputed from the completions (three of four right, one cut); a summary that disagrees is refused.
+    folder = tmp_path / "eval-start-own-default"
+    folder.mkdir()
+    name = "gdpo_trl.rewards.gsm8k.last_number_reward"
+    rows = [{"completions": ["..."], "truncated": [i == 3], "num_tokens": [400 if i == 3 else 100],
+             "rewards": [{name: float(i < 3)}]} for i in range(4)]  # fmt: skip
+    (folder / "completions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = {f"{name}_mean": 0.75, "mean_completion_tokens": 175.0, "truncated_fraction": 0.25}
+    (folder / "summary.json").write_text(json.dumps({"metrics": {**summary, "num_problems": 4, "num_samples": 4}}))
+    assert qwen_study.start_outcomes(folder) == {**summary, "num_problems": 4, "num_samples": 4}
+    (folder / "summary.json").write_text(json.dumps({"metrics": {**summary, "truncated_fraction": 0.5}}))
+    with pytest.raises(SystemExit, match="truncated_fraction is 0.5 but its completions give 0.25"):
+        qwen_study.start_outcomes(folder)
 
 
 def test_fewer_than_three_seeds_with_both_arms_are_not_analysed(tmp_path):
@@ -112,6 +130,21 @@ def test_the_committed_pilot_recomputes_from_its_completions():
     assert json.loads(json.dumps(qwen_pilot.pilot(docs / "qwen_pilot"))) == committed
     assert (docs / "qwen_pilot.md").read_text() == qwen_pilot.tables(committed)
     assert committed["sampling"]["completions"] == 16 * 8
+
+
+def test_the_committed_study_recomputes_from_its_kept_runs():
+    # H9 as analysed (scripts/qwen_study.py analyze): its tables, verdict and raw logs come back from the folder
+    # `keep` committed (every evaluation's completions, each run's trainer_state.json and log, the runner's stamps).
+    docs = Path(__file__).resolve().parents[2] / "docs" / "results"
+    committed = json.loads((docs / "qwen_gdpo_grpo.json").read_text())
+    result, logs = qwen_study.analysis_and_logs(docs / qwen_study.STUDY)
+    assert json.loads(json.dumps(result)) == committed
+    assert (docs / "qwen_gdpo_grpo.md").read_text() == (
+        qwen_study.tables(committed) + "\n![H9's training curves](qwen_gdpo_grpo.png)\n"
+    )
+    assert read_logs(docs / "logs" / "qwen_gdpo_grpo.json.gz")["runs"] == json.loads(json.dumps(logs))
+    assert len(committed["seeds"]) >= qwen_study.MIN_SEEDS
+    assert len(committed["runs"]) == 2 * len(committed["seeds"])
 
 
 def test_finished_jobs_kept_and_restored_give_the_same_analysis(runner, tmp_path, capsys):
