@@ -87,6 +87,20 @@ def h8_study(tmp) -> str:
     return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers) + f"\n{start}"
 
 
+def h9_study(tmp) -> str:
+    """Study H9 (GDPO against GRPO on Qwen2.5-Coder-0.5B-Instruct): its tables (docs/results/qwen_gdpo_grpo.md) and
+    every number of its analysis (qwen_gdpo_grpo.json), which tests/scripts/test_qwen_study.py recomputes from the kept
+    folder; nothing before it is analysed (the docs then state no H9 outcome)."""
+    analysis = ROOT / "docs" / "results" / "qwen_gdpo_grpo.json"
+    if not analysis.is_file():
+        return ""
+    result = json.loads(analysis.read_text())
+    numbers = [v for v in flat_values(result) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    start = result["starts"]["eval-start"]  # the recipes' prompt: its outcomes, one row
+    row = "| start | " + " | ".join(repr(start[k]) for k in ("format", "integer", "correctness", "clipped", "length"))
+    return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers) + f"\n{row} |"
+
+
 def h9_pilot(tmp) -> str:
     """Study H9's pilot (docs/results/qwen_pilot.json, which tests/scripts/test_qwen_study.py recomputes from the
     committed completions): its tables and every number of it, for docs/qwen.md and H9's pre-registration."""

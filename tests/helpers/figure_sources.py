@@ -19,6 +19,7 @@ from tests.helpers.studies import LOGGED, LOGS, PILOTS, RESULTS, ROOT, STUDIES, 
 
 GENERATED = [f"docs/results/{task}.md" for task in STUDIES] + [f"docs/results/{t}.md" for t in PILOTS if t in LOGGED]
 GENERATED.append("docs/results/smollm2_gdpo_grpo.md")  # study H8: tests/scripts/test_smollm2_study.py regenerates it
+GENERATED.append("docs/results/qwen_gdpo_grpo.md")  # study H9: tests/scripts/test_qwen_study.py regenerates it
 GENERATED.append("docs/results/qwen_pilot.md")  # study H9's pilot: tests/scripts/test_qwen_study.py regenerates it
 
 

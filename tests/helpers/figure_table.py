@@ -8,7 +8,7 @@ their entries name both (:data:`PAGE`). A section is a regular expression search
 from __future__ import annotations
 
 from tests.helpers.figure_printed import demo_printout
-from tests.helpers.figure_real_sources import h8_study, h9_pilot, real_model_counts, real_model_steps
+from tests.helpers.figure_real_sources import h8_study, h9_pilot, h9_study, real_model_counts, real_model_steps
 from tests.helpers.figure_sources import (
     advantage_groups,
     advantage_rows,
@@ -88,6 +88,10 @@ SOURCES = [
     # Study H9's pilot, in the Qwen page and in H9's pre-registration.
     (r"docs/qwen\.md", r"The pilot", [h9_pilot]),
     (r"docs/results/README\.md", r"H9", [h9_pilot]),
+    # Study H9 itself, where its answer is written once it is analysed by its stopping rule.
+    (r"docs/qwen\.md", r"H9's answer", [h9_study]),
+    (r"README\.md", r"## Results$", [h9_study]),
+    (r"docs/results/README\.md", r"### H9,", [h9_study, h8_study]),  # H9's section quotes H8's conflict shares
     (r"docs/results/reproducibility\.md", r".", [cross_cpu, shipped_records]),
     (PAGE, r"Advantage collapse", [advantage_groups]),
     (PAGE, r"Process rewards", [worked_example]),
