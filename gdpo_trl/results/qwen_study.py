@@ -14,17 +14,16 @@ import json
 import re
 from pathlib import Path
 
-from gdpo_trl.eval.scoring import summarize
 from gdpo_trl.results.smollm2_study import CURVES as H8_CURVES
 from gdpo_trl.results.smollm2_study import (
     OUTCOMES,
     SECONDARY,
+    checked_metrics,
     copy_evaluation,
     evaluation,
     logged_steps,
     mean_std_rows,
     plot_training,
-    read_completions,
     run_outcomes,
     secondary_tables,
 )
@@ -80,14 +79,9 @@ def start_outcomes(folder: Path) -> dict:
     """One of the start's evaluations as it came (they compare no arms): scored with the recipes' three rewards, its
     outcomes as a run's (:func:`run_outcomes`); scored otherwise (the model's own chat default, by the last number in
     the answer), every metric of its summary, recomputed from its completions and refused where they disagree."""
-    written = json.loads((folder / "summary.json").read_text())["metrics"]
-    if OUTCOMES["format"] in written:
+    if OUTCOMES["format"] in json.loads((folder / "summary.json").read_text())["metrics"]:
         return run_outcomes(folder)
-    metrics = summarize(read_completions(folder))
-    if differing := [key for key in written if written[key] != metrics.get(key)]:
-        raise SystemExit(f"{folder / 'summary.json'}: {differing[0]} is {written[differing[0]]!r} but its completions "
-                         f"give {metrics.get(differing[0])!r}; re-run gdpo eval or restore the file")  # fmt: skip
-    return metrics
+    return checked_metrics(folder)[1]
 
 
 def study_log(root: Path) -> Path:

@@ -60,19 +60,25 @@ def read_completions(evaluation: Path) -> list[dict]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-def run_outcomes(evaluation: Path) -> dict:
-    """One evaluation's primary and secondary outcomes, with format among the completions not cut at the limit.
-
-    Recomputed from its completions (every one with its rewards, length and whether it was cut), as gdpo eval
-    reduces them; a summary.json that says otherwise is refused, naming the metric: the figures rest on the rows."""
+def checked_metrics(evaluation: Path, keys=None) -> tuple[list[dict], dict]:
+    """An evaluation's completions and their metrics, recomputed as gdpo eval reduces them (every completion with its
+    rewards, length and whether it was cut); a summary.json that says otherwise on ``keys`` (default: every metric
+    it holds) is refused, naming the metric: the figures rest on the rows."""
     rows = read_completions(evaluation)
     metrics = summarize(rows)
     written = json.loads((evaluation / "summary.json").read_text())["metrics"]
-    differing = [key for key in {**OUTCOMES, **SECONDARY}.values() if written.get(key) != metrics[key]]
+    differing = [key for key in (written if keys is None else keys) if written.get(key) != metrics.get(key)]
     if differing:
         key = differing[0]
         raise SystemExit(f"{evaluation / 'summary.json'}: {key} is {written.get(key)!r} but its completions give "
-                         f"{metrics[key]!r}; re-run gdpo eval or restore the file")  # fmt: skip
+                         f"{metrics.get(key)!r}; re-run gdpo eval or restore the file")  # fmt: skip
+    return rows, metrics
+
+
+def run_outcomes(evaluation: Path) -> dict:
+    """One evaluation's primary and secondary outcomes, with format among the completions not cut at the limit,
+    recomputed from its completions (:func:`checked_metrics`)."""
+    rows, metrics = checked_metrics(evaluation, [*OUTCOMES.values(), *SECONDARY.values()])
     uncut = [r["rewards"][0]["format"] for r in rows if not r["truncated"][0]]
     found = {name: metrics[key] for name, key in {**OUTCOMES, **SECONDARY}.items()}
     return found | {"format_uncut": sum(uncut) / len(uncut) if uncut else None}
