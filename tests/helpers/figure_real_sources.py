@@ -74,37 +74,33 @@ def real_model_steps(tmp):
     return [min(sums), max(sums), len(steps)]
 
 
-def h8_study(tmp) -> str:
-    """Study H8 (GDPO, GRPO and the SFT control on SmolLM2): its tables (docs/results/smollm2_gdpo_grpo.md) and every
-    number of its analysis (smollm2_gdpo_grpo.json), which tests/docs/test_recomputed_json.py recomputes byte for byte
-    from every committed completion and the logs; nothing while the study runs (the docs then state no H8 outcome)."""
-    analysis = ROOT / "docs" / "results" / "smollm2_gdpo_grpo.json"
+def analysis_text(stem: str, start_row=None) -> str:
+    """A real-model study's tables (docs/results/<stem>.md) and every number of its analysis (<stem>.json), one a
+    line, then the start's outcomes as one table row (``start_row(result)``: its values in the docs' column order);
+    nothing before the study is analysed (the docs then state none of its outcomes)."""
+    analysis = ROOT / "docs" / "results" / f"{stem}.json"
     if not analysis.is_file():
         return ""
     result = json.loads(analysis.read_text())
     numbers = [v for v in flat_values(result) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    start = "| start | " + " | ".join(repr(v) for v in result["start"].values()) + " |"  # its outcomes, one row
-    return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers) + f"\n{start}"
+    text = analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers)
+    return text + (f"\n| start | {' | '.join(repr(v) for v in start_row(result))} |" if start_row else "")
+
+
+def h8_study(tmp) -> str:
+    """Study H8 (GDPO, GRPO and the SFT control on SmolLM2), which tests/docs/test_recomputed_json.py recomputes byte
+    for byte from every committed completion and the logs."""
+    return analysis_text("smollm2_gdpo_grpo", lambda result: result["start"].values())
 
 
 def h9_study(tmp) -> str:
-    """Study H9 (GDPO against GRPO on Qwen2.5-Coder-0.5B-Instruct): its tables (docs/results/qwen_gdpo_grpo.md) and
-    every number of its analysis (qwen_gdpo_grpo.json), which tests/scripts/test_qwen_study.py recomputes from the kept
-    folder; nothing before it is analysed (the docs then state no H9 outcome)."""
-    analysis = ROOT / "docs" / "results" / "qwen_gdpo_grpo.json"
-    if not analysis.is_file():
-        return ""
-    result = json.loads(analysis.read_text())
-    numbers = [v for v in flat_values(result) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    start = result["starts"]["eval-start"]  # the recipes' prompt: its outcomes, one row
-    row = "| start | " + " | ".join(repr(start[k]) for k in ("format", "integer", "correctness", "clipped", "length"))
-    return analysis.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers) + f"\n{row} |"
+    """Study H9 (GDPO against GRPO on Qwen2.5-Coder-0.5B-Instruct), which tests/scripts/test_qwen_study.py recomputes
+    from the kept folder; its start row is the recipes' prompt's evaluation."""
+    columns = ("format", "integer", "correctness", "clipped", "length")
+    return analysis_text("qwen_gdpo_grpo", lambda result: [result["starts"]["eval-start"][k] for k in columns])
 
 
 def h9_pilot(tmp) -> str:
     """Study H9's pilot (docs/results/qwen_pilot.json, which tests/scripts/test_qwen_study.py recomputes from the
-    committed completions): its tables and every number of it, for docs/qwen.md and H9's pre-registration."""
-    pilot = ROOT / "docs" / "results" / "qwen_pilot.json"
-    result = json.loads(pilot.read_text())
-    numbers = [v for v in flat_values(result) if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return pilot.with_suffix(".md").read_text() + "".join(f"\n{n!r}" for n in numbers)
+    committed completions), for docs/qwen.md and H9's pre-registration."""
+    return analysis_text("qwen_pilot")
