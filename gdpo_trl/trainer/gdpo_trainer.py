@@ -32,11 +32,12 @@ import torch
 from transformers.utils import logging
 from trl import GRPOTrainer
 
-from gdpo_trl.core.advantages import gdpo_advantages, gdpo_token_advantages, grpo_advantages
+from gdpo_trl.core.advantages import gdpo_token_advantages
 from gdpo_trl.core.config import GDPOConfig
 from gdpo_trl.core.config_checks import check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
-from gdpo_trl.core.gd2po import gd2po_advantages
+from gdpo_trl.core.rules import RULES, rule_advantages, rule_for_settings
+from gdpo_trl.core.gd2po import gd2po_conflicts
 from gdpo_trl.data.prompt_rows import check_train_rows
 from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
 from gdpo_trl.trainer.fast_sampling import exact_sampling
@@ -76,9 +77,12 @@ def gathered_completion_mask(accelerator, output: dict) -> torch.Tensor:
 class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
 
-    - Two or more reward functions with ``multi_objective_aggregation="normalize_then_sum"`` (the default of
-      ``GDPOConfig``): ``gdpo_advantages``; equal to TRL's native GDPO.
-    - ``"sum_then_normalize"``, or a single reward function: ``grpo_advantages`` with ``scale_rewards``.
+    - The rule comes from :data:`gdpo_trl.core.rules.RULES` by name (``self.advantage_rule``, chosen from
+      ``multi_objective_aggregation``, ``scale_rewards`` and ``gdpo_batch_norm`` by
+      :func:`gdpo_trl.core.rules.rule_for_settings`) and is applied by :func:`gdpo_trl.core.rules.rule_advantages`,
+      the same function ``gdpo pilot`` compares rules with. Two or more reward functions with
+      ``"normalize_then_sum"`` (the default of ``GDPOConfig``): GDPO, equal to TRL's native GDPO;
+      ``"sum_then_normalize"``, or a single reward function: GRPO with ``scale_rewards``.
     - Override ``compute_advantages`` to try another rule; what it returns is what trains.
     - The rewards are prepared once (:func:`gdpo_trl.trainer.reward_pipeline.prepare_rewards`):
       ``args.reward_conditions`` wraps them with :func:`gdpo_trl.rewards.conditioned.conditioned` before TRL sees
@@ -126,8 +130,17 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             torch.set_num_threads(args.cpu_threads)
         rewards = prepare_rewards(reward_funcs, args, **kwargs)  # conditions, process slots, CheckedReward
         super().__init__(model, reward_funcs=rewards.funcs, args=args, **kwargs)
-        if args.multi_objective_aggregation == "gd2po":  # TRL's own advantages (replaced) need a rule it knows
-            self.multi_objective_aggregation = "normalize_then_sum"
+        # The rule that trains, by its name in gdpo_trl.core.rules.RULES, and its options from the settings.
+        self.advantage_rule, self.advantage_options = rule_for_settings(
+            args.multi_objective_aggregation,
+            len(self.reward_funcs),
+            scale_rewards=self.scale_rewards,
+            gdpo_batch_norm=args.gdpo_batch_norm,
+        )
+        if args.multi_objective_aggregation not in ("normalize_then_sum", "sum_then_normalize"):
+            # TRL's own advantages (replaced by ours) need a branch it knows; per-reward rules take GDPO's
+            per_reward = RULES[self.advantage_rule].per_reward == "normalized"
+            self.multi_objective_aggregation = "normalize_then_sum" if per_reward else "sum_then_normalize"
         self._gd2po_mask = self._gd2po_keep = None  # GD2PO: this batch's gathered token counts and kept rows
         self.reward_funcs = rewards.with_trl_additions(self.reward_funcs, self.reward_func_names)
         # (column, slot) per process reward; the slots keep this process's steps between scoring and advantages.
@@ -182,13 +195,14 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
 
     @property
     def uses_gdpo(self) -> bool:
-        """Whether advantages are GDPO's (two or more rewards and ``normalize_then_sum``)."""
-        return self.multi_objective_aggregation == "normalize_then_sum" and len(self.reward_funcs) > 1
+        """Whether advantages are built from each reward normalized within its group (GDPO and the rules that start
+        from its per-reward terms); False for GRPO's rules, and always with a single reward."""
+        return RULES[self.advantage_rule].per_reward == "normalized"
 
     @property
     def uses_gd2po(self) -> bool:
         """Whether advantages are GD2PO's (two or more rewards and ``gd2po``; :func:`gathered_completion_mask`)."""
-        return self.args.multi_objective_aggregation == "gd2po" and len(self.reward_funcs) > 1
+        return self.advantage_rule == "gd2po"
 
     def compute_advantages(
         self, rewards: torch.Tensor, num_generations: int, completion_mask: torch.Tensor | None = None
@@ -215,15 +229,12 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             )
         if num_generations < 2:  # only in evaluation with num_generations_eval=1: no group, no advantage
             return torch.zeros(rewards.shape[0], device=rewards.device)
+        options = dict(self.advantage_options)
         if self.uses_gd2po:  # whitened over the kept tokens of every process's completions, as the reference
-            mask, threshold = self._gd2po_mask, self.args.gd2po_threshold
-            advantages, self._gd2po_keep = gd2po_advantages(
-                rewards, weights, num_generations, threshold=threshold, completion_mask=mask
-            )
-            return advantages
-        if self.uses_gdpo:
-            return gdpo_advantages(rewards, weights, num_generations, batch_norm=self.args.gdpo_batch_norm)
-        return grpo_advantages(rewards, weights, num_generations, scale=self.scale_rewards)
+            options.update(threshold=self.args.gd2po_threshold, completion_mask=self._gd2po_mask)
+            _, masked = gd2po_conflicts(rewards, weights, num_generations, **options)
+            self._gd2po_keep = ~masked  # the rows it keeps, for the conflict metrics
+        return rule_advantages(self.advantage_rule, rewards, weights, num_generations, **options)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         # TRL keeps the gathered [N_global, K] matrix inside its long method; hand it, with this process's unpadded
