@@ -36,8 +36,8 @@ from gdpo_trl.core.advantages import gdpo_token_advantages
 from gdpo_trl.core.config import GDPOConfig
 from gdpo_trl.core.config_checks import check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
-from gdpo_trl.core.rules import RULES, rule_advantages, rule_for_settings
 from gdpo_trl.core.gd2po import gd2po_conflicts
+from gdpo_trl.core.rules import RULES, rule_advantages, rule_for_settings
 from gdpo_trl.data.prompt_rows import check_train_rows
 from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
 from gdpo_trl.trainer.fast_sampling import exact_sampling
