@@ -1,6 +1,7 @@
 """Registry of reward functions, looked up by short name, by import path or by file (``path/to/rewards.py:fn``).
 
-Built-in names: ``"format"``, ``"correctness"`` and ``"integer"`` (see :mod:`gdpo_trl.rewards.gsm8k`) and ``"length"``
+Built-in names: ``"format"``, ``"correctness"`` and ``"integer"`` (see :mod:`gdpo_trl.rewards.gsm8k`),
+``"reasoning_format"`` (the layout with written work in the think block: :mod:`gdpo_trl.rewards.reasoning`), ``"length"``
 (:func:`length_reward`, below), ``"tool_format"`` and ``"tool_correctness"`` (see
 :mod:`gdpo_trl.rewards.toolcall`), ``"agent_success"``, ``"agent_format"``, ``"agent_cost"``, ``"arith_format"`` and
 ``"arith_correctness"`` (see :mod:`gdpo_trl.rewards.agent`). Other modules
@@ -80,6 +81,7 @@ register_reward("format", format_reward)
 register_reward("correctness", correctness_reward)
 register_reward("integer", integer_reward)
 register_reward("length", length_reward)
+register_reward("reasoning_format", importlib.import_module("gdpo_trl.rewards.reasoning").reasoning_format_reward)
 register_reward("equations", importlib.import_module("gdpo_trl.rewards.equations").equations_reward)
 register_reward("tool_format", tool_format)
 register_reward("tool_correctness", tool_correctness)
