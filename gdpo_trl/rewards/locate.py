@@ -207,6 +207,8 @@ def import_module(spec: str, name: str):
             sys.path.append(here)  # appended: it is found nowhere else, so nothing installed is shadowed
     try:
         return importlib.import_module(name)
+    except SystemExit as error:  # a BaseException: it would end gdpo train with its status and no word
+        raise exit_at_import(spec, module_file(name), error) from None
     except ModuleNotFoundError as error:
         if error.name and (name == error.name or name.startswith(error.name + ".")):
             raise no_module(spec, name, error.name) from error
@@ -215,6 +217,31 @@ def import_module(spec: str, name: str):
         raise InputError(f"reward path {spec!r}: cannot import module {name!r} ({error})") from error
     except Exception as error:  # noqa: BLE001 - the user's module failed while it ran: named in one line
         raise InputError(f"reward path {spec!r}: importing {name!r} raised {type(error).__name__}: {error}") from error
+
+
+def module_file(name: str) -> str:
+    """The source file of module ``name`` (found without running it), else the name itself."""
+    try:
+        origin = getattr(find_module(name), "origin", None)
+    except (ImportError, ValueError):
+        origin = None
+    return shown_path(origin) if origin and origin not in ("built-in", "frozen") else name
+
+
+def shown_path(path: str) -> str:
+    """``path`` relative to the current folder where it lies inside it, else as it is."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def exit_at_import(spec: str, file: str, error: SystemExit) -> InputError:
+    """The line for a reward file whose top level called ``sys.exit`` (a script's ``main()`` run on import)."""
+    return InputError(
+        f"reward path {spec!r}: importing {file} called sys.exit({error.code!r}) at its top level, so none of its "
+        'rewards could be read; put the script part under `if __name__ == "__main__":`.'
+    )
 
 
 def load_file(spec: str, path: Path):
@@ -235,6 +262,9 @@ def load_file(spec: str, path: Path):
         sys.modules[name] = module
         try:
             module_spec.loader.exec_module(module)
+        except SystemExit as error:
+            del sys.modules[name]
+            raise exit_at_import(spec, shown_path(str(path)), error) from None
         except Exception as error:  # noqa: BLE001
             del sys.modules[name]
             what = f"{type(error).__name__}: {error}"

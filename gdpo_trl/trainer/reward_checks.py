@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
+import inspect
 import logging
 import math
 import numbers
@@ -37,6 +39,7 @@ import threading
 import time
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -169,6 +172,37 @@ def timeout_error(name: str, timeout: float) -> RewardTimeoutError:
     )
 
 
+def defined_at(func) -> str | None:
+    """``file:line`` of the function a reward wraps (its ``functools.partial`` unwrapped), the file relative to the
+    current folder where it lies there; None for objects without a Python source (a builtin, a C function)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    target = func if inspect.isfunction(func) or inspect.ismethod(func) else type(func)
+    try:
+        file, line = inspect.getsourcefile(target), inspect.getsourcelines(target)[1]
+    except (TypeError, OSError):
+        return None
+    if file is None:
+        return None
+    try:
+        file = str(Path(file).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        pass
+    return f"{file}:{line}"
+
+
+def located(error: BaseException, where: str | None) -> BaseException:
+    """``error`` (one of this module's) with where the reward is defined appended: two files may define rewards of
+    the same name, and the name alone does not tell which one failed."""
+    if where is None or not isinstance(error, (RewardFunctionError, RewardOutputError, RewardTimeoutError)):
+        return error
+    if str(error).endswith(f"(defined at {where})"):
+        return error
+    moved = type(error)(f"{error} (defined at {where})")
+    moved.__cause__ = error.__cause__
+    return moved
+
+
 def reward_error(name: str, error: BaseException, kind: str = "Reward function") -> RewardFunctionError:
     """The error naming reward ``name`` for an exception it raised, a ``sys.exit`` or an ``os._exit`` it called."""
     if isinstance(error, SystemExit):
@@ -253,17 +287,21 @@ class CheckedReward:
         self.func = func
         self.timeout = timeout
         self.__name__ = name or get_callable_name(func)
+        self.defined_at = defined_at(func)  # named in its errors with the function
         self.warned_empty = False
         self.local_warning = True  # False under GDPOTrainer: its RewardWatch warns from every process's rows
 
     def _raise(self, error: BaseException):
         if isinstance(error, (RewardTimeoutError, RewardOutputError, RewardFunctionError)):
-            raise error
-        raise reward_error(self.__name__, error) from error
+            raise located(error, self.defined_at) from error.__cause__
+        raise located(reward_error(self.__name__, error), self.defined_at) from error
 
     def _check(self, output, kwargs: dict):
         num_completions = expected_count(kwargs, output)
-        empty = check_reward_output(output, num_completions, self.__name__)
+        try:
+            empty = check_reward_output(output, num_completions, self.__name__)
+        except RewardOutputError as error:
+            raise located(error, self.defined_at) from None
         if empty and self.local_warning and not self.warned_empty:
             self.warned_empty = True
             warnings.warn(empty_warning(self.__name__, num_completions), UserWarning, stacklevel=2)

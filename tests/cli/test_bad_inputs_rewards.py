@@ -20,7 +20,13 @@ BAD = "tests.helpers.bad_rewards"
 
 # (id, reward added to the recipe's, extra recipe fields, exit status, words of the one line)
 REWARD_ROWS = [
-    ("raises", f"{BAD}.raising_reward", {}, 1, ["Reward function 'raising_reward' raised KeyError: 'gold'"]),
+    (
+        "raises",
+        f"{BAD}.raising_reward",
+        {},
+        1,
+        ["Reward function 'raising_reward' raised KeyError: 'gold' (defined at tests/helpers/bad_rewards.py:22)"],
+    ),
     ("sys_exit", f"{BAD}.exiting_reward", {}, 1, ["Reward function 'exiting_reward' called sys.exit(3)"]),
     ("os_exit", f"{BAD}.process_exit_reward", {}, 1, ["Reward function 'process_exit_reward' called os._exit(3)"]),
     (
