@@ -1,9 +1,13 @@
-"""Statistics of a seed study: per-run final values, Welch's t-test, a bootstrap CI of a difference, a verdict.
+"""Statistics of a seed study: per-run final values, Welch's t-test and interval, a bootstrap CI of a difference, a
+verdict; paired tests on one shared evaluation set; and the power plan (how many seeds, how many problems).
 
-Pure Python and numpy (scipy is not a dependency). The statistic of a seed study (docs/results/README.md) is fixed
-in advance: a run's *final* value of a reward is the mean of its last ``tail`` logged steps; methods are compared
-by the difference of their mean finals over seeds, with Welch's two-sided t-test and a seeded percentile-bootstrap
-95% confidence interval; the verdict reads the interval only.
+Pure Python and numpy (scipy is not a dependency; the tests check every function here against scipy). The statistic
+of a seed study (docs/results/README.md) is fixed in advance: a run's *final* value of a reward is the mean of its last
+``tail`` logged steps; methods are compared by the difference of their mean finals over seeds, with Welch's
+two-sided t-test and a seeded percentile-bootstrap 95% confidence interval; the verdict reads the interval only.
+``gdpo compare`` reads the same difference by Welch's t interval instead (:func:`welch_ci`), the bootstrap only as a
+second reading from :data:`MIN_BOOTSTRAP_SEEDS` seeds up: with 3 seeds per arm a nominal 95% percentile bootstrap
+covers far less than 95% (it resamples 3 values, whose spread understates the population's).
 
 Rows (the JSON a study exports) are dicts ``{"task", "method", "seed", "reward", "final"}``, one per run and reward.
 """
@@ -14,6 +18,7 @@ import json
 import math
 import statistics
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +94,118 @@ def welch_t_test(a: list[float], b: list[float]) -> Welch:
     t = diff / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     return Welch(t=t, df=df, p=t_two_sided_p(t, df))
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` (real, > 0) degrees of freedom."""
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))  # P(T >= |t|)
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` (real, > 0) degrees of freedom: the t with ``t_cdf(t) = p``,
+    found by bisection on :func:`t_cdf` to double precision (the CDF is increasing; the bracket doubles until it
+    holds the answer)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"t_quantile needs 0 < p < 1, got {p}")
+    if df <= 0:
+        raise ValueError(f"t_quantile needs df > 0, got {df}")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        low, high = high, 2.0 * high
+    for _ in range(200):
+        middle = 0.5 * (low + high)
+        if middle in (low, high):
+            break
+        low, high = (middle, high) if t_cdf(middle, df) < p else (low, middle)
+    return 0.5 * (low + high)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A difference of means with its two-sided confidence interval at ``level`` and the test behind it."""
+
+    diff: float
+    low: float
+    high: float
+    t: float
+    df: float
+    p: float
+    level: float = 0.95
+
+
+def welch_ci(a: list[float], b: list[float], level: float = 0.95) -> Interval:
+    """Welch's interval for mean(a) - mean(b): ``diff ± t_{(1+level)/2, df} * sqrt(var(a)/n_a + var(b)/n_b)`` with
+    the Welch-Satterthwaite df, and Welch's test (:func:`welch_t_test`). Needs 2 values per sample; with no spread
+    in either the interval is the difference itself (the test's degenerate case)."""
+    welch = welch_t_test(a, b)
+    diff = statistics.mean(a) - statistics.mean(b)
+    se = math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
+    half = 0.0 if se == 0 else t_quantile((1 + level) / 2, welch.df) * se
+    return Interval(diff, diff - half, diff + half, welch.t, welch.df, welch.p, level)
+
+
+# --- paired tests on one shared evaluation set -------------------------------------------------------------------
+
+
+def paired_t(x: list[float], y: list[float], level: float = 0.95) -> Interval:
+    """The paired t-test and interval of mean(x - y), pairs in order (the same problem under two runs): t = mean(d) /
+    (sd(d) / sqrt(n)) with n - 1 df. With no spread in the differences the test is degenerate: p is 1 when they are
+    all 0, else 0, and the interval is the mean difference itself."""
+    if len(x) != len(y) or len(x) < 2:
+        raise ValueError(f"a paired test needs two samples of one length >= 2, got {len(x)} and {len(y)}")
+    d = [xi - yi for xi, yi in zip(x, y, strict=True)]
+    mean, n = statistics.fmean(d), len(d)
+    se = statistics.stdev(d) / math.sqrt(n)
+    if se == 0:
+        t = 0.0 if mean == 0 else math.copysign(math.inf, mean)
+        return Interval(mean, mean, mean, t, n - 1, 1.0 if mean == 0 else 0.0, level)
+    t = mean / se
+    half = t_quantile((1 + level) / 2, n - 1) * se
+    return Interval(mean, mean - half, mean + half, t, n - 1, t_two_sided_p(t, n - 1), level)
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """McNemar's exact test on 0/1 outcomes paired by problem: ``first_only`` problems scored 1 by the first run
+    alone, ``second_only`` by the second alone (the discordant pairs), out of ``problems``."""
+
+    first_only: int
+    second_only: int
+    problems: int
+    p: float
+
+    @property
+    def diff(self) -> float:
+        """The difference of the two runs' rates: (first_only - second_only) / problems."""
+        return (self.first_only - self.second_only) / self.problems
+
+
+def mcnemar_exact_p(first_only: int, second_only: int) -> float:
+    """McNemar's exact two-sided p: under no difference each of the n = first_only + second_only discordant pairs
+    goes either way with probability 1/2, so p = min(1, 2 P(X <= min)) for X ~ Binomial(n, 1/2), in exact integer
+    arithmetic (1 without discordant pairs)."""
+    n, k = first_only + second_only, min(first_only, second_only)
+    if n == 0:
+        return 1.0
+    return min(1.0, float(Fraction(2 * sum(math.comb(n, i) for i in range(k + 1)), 2**n)))
+
+
+def mcnemar(x: list[float], y: list[float]) -> McNemar:
+    """McNemar's exact test of two runs' 0/1 outcomes on the same problems, pairs in order."""
+    if len(x) != len(y) or not x:
+        raise ValueError(f"McNemar's test needs two samples of one length >= 1, got {len(x)} and {len(y)}")
+    if any(v not in (0, 1) for v in (*x, *y)):
+        raise ValueError("McNemar's test needs 0/1 outcomes; use paired_t for other scores")
+    first = sum(1 for a, b in zip(x, y, strict=True) if a == 1 and b == 0)
+    second = sum(1 for a, b in zip(x, y, strict=True) if a == 0 and b == 1)
+    return McNemar(first, second, len(x), mcnemar_exact_p(first, second))
 
 
 # --- bootstrap and verdict -------------------------------------------------------------------------------------
@@ -259,3 +376,176 @@ def comparison_table(
             line += f" {format_p(holm[index]) if index in holm else '-'} | {held} |"
         lines.append(line)
     return "\n".join(lines)
+
+
+# --- the power plan: how many seeds, how many problems ------------------------------------------------------------
+
+# Below this many seeds per arm the percentile bootstrap is not shown at all: it resamples so few values that its
+# interval is too narrow (at 3 seeds a nominal 95% covers well under 90% for normal data).
+MIN_BOOTSTRAP_SEEDS = 8
+# Simpson's rule over the chi distribution of the t statistic's denominator (odd: Simpson needs an even count of
+# intervals). 4001 points put the power within 1e-7 of scipy's noncentral t from 2 to 10,000 df (the tests check).
+_POWER_POINTS = 4001
+
+
+def normal_quantile(p: float) -> float:
+    """The ``p`` quantile of the standard normal distribution."""
+    return statistics.NormalDist().inv_cdf(p)
+
+
+def test_level(alpha: float = 0.05, rewards: int = 1, holm: bool = True) -> float:
+    """The level each reward's test is planned at: Holm's strictest step, ``alpha / rewards`` (what the first of
+    ``rewards`` comparisons must clear; planning every reward for it keeps each one's power whichever comes first),
+    or ``alpha`` itself without ``holm``."""
+    if not 0 < alpha < 1 or rewards < 1:
+        raise ValueError(f"need 0 < alpha < 1 and rewards >= 1, got alpha={alpha}, rewards={rewards}")
+    return alpha / rewards if holm else alpha
+
+
+def t_test_power(noncentrality: float, df: float, level: float) -> float:
+    """The power of a two-sided t-test at ``level`` whose statistic is noncentral t with ``df`` degrees of freedom
+    and noncentrality ``noncentrality`` (the true difference over its standard error): P(|T'| > c) with
+    c = t_{1-level/2, df}. With T' = (Z + δ) / S, Z standard normal, S = sqrt(V / df) and V chi-squared with df:
+
+        power = E_S[ Φ(δ - c S) + Φ(-δ - c S) ],
+
+    integrated over S's density (2 df s f_chi2(df s^2)) by Simpson's rule on [0, sqrt(V's mean + 40 of its sd + 60
+    over df)], where the density's remaining mass is below 1e-100."""
+    if df < 1 or not 0 < level < 1:
+        raise ValueError(f"t_test_power needs df >= 1 and 0 < level < 1, got df={df}, level={level}")
+    c = t_quantile(1 - level / 2, df)
+    top = math.sqrt((df + 40 * math.sqrt(2 * df) + 60) / df)
+    s = np.linspace(0.0, top, _POWER_POINTS)
+    # The density of S = sqrt(V / df): 2 df s f_chi2(df s^2), in logs so that large df neither overflow nor vanish.
+    with np.errstate(divide="ignore"):  # log(0) at s = 0: density 0 there, except for 1 df (s^0)
+        power_of_s = (df - 1) * np.log(s) if df != 1 else np.zeros_like(s)
+        log_density = (
+            math.log(2 * df)
+            + power_of_s
+            + (df / 2 - 1) * math.log(df)
+            - df * s**2 / 2
+            - (df / 2) * math.log(2)
+            - math.lgamma(df / 2)
+        )
+    density = np.exp(log_density)
+    normal = statistics.NormalDist()
+    phi = np.vectorize(normal.cdf)
+    integrand = density * (phi(noncentrality - c * s) + phi(-noncentrality - c * s))
+    weights = np.ones(_POWER_POINTS)
+    weights[1:-1:2], weights[2:-1:2] = 4.0, 2.0
+    return float(min(1.0, (s[1] - s[0]) / 3 * np.dot(weights, integrand)))
+
+
+def _two_sample_power(difference: float, sd: float, seeds: int, level: float) -> float:
+    """Power of the two-sample t-test with ``seeds`` per arm for a true ``difference`` at a between-seed ``sd``."""
+    return t_test_power(difference / (sd * math.sqrt(2 / seeds)), 2 * seeds - 2, level)
+
+
+def _paired_power(difference: float, sd: float, problems: int, level: float) -> float:
+    """Power of the paired t-test on ``problems`` pairs for a true mean ``difference`` at a per-pair ``sd``."""
+    return t_test_power(difference / (sd / math.sqrt(problems)), problems - 1, level)
+
+
+def _least(enough, start: int, limit: int) -> int:
+    """The least whole n >= ``start`` for which ``enough(n)`` holds (it is monotone in n), by doubling then
+    bisection; ``limit`` bounds the search."""
+    if enough(start):
+        return start
+    low, high = start, start * 2
+    while not enough(high):
+        if high >= limit:
+            raise ValueError(f"more than {limit} would be needed: the difference is too small for its spread")
+        low, high = high, min(high * 2, limit)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return high
+
+
+def _check_plan(difference: float, sd: float, power: float) -> None:
+    if not difference > 0 or not sd >= 0 or not 0 < power < 1:
+        raise ValueError(
+            f"a power plan needs difference > 0, sd >= 0 and 0 < power < 1, got {difference}, {sd}, {power}"
+        )
+
+
+def seeds_for_power(
+    difference: float,
+    sd: float,
+    rewards: int = 1,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    holm: bool = True,
+    max_seeds: int = 1_000_000,
+) -> int:
+    """Seeds per arm for a two-sided two-sample t-test (Welch's, whose df is 2n - 2 at equal spreads and sizes) to
+    detect a true ``difference`` of one reward's mean final between two methods with probability ``power``, when
+    the finals vary between seeds with standard deviation ``sd`` in both arms: the least n >= 2 with
+
+        t_test_power(difference / (sd sqrt(2 / n)), 2n - 2, test_level(alpha, rewards, holm)) >= power,
+
+    at Holm's strictest level ``alpha / rewards`` across ``rewards`` rewards (:func:`test_level`). Exact for the
+    pooled t (noncentral t); the normal approximation ``2 (z_{1-level/2} + z_power)^2 sd^2 / difference^2`` is a
+    seed or two lower. Cohen's textbook case, difference = sd at 0.05 and 80%, needs 17 per arm."""
+    _check_plan(difference, sd, power)
+    level = test_level(alpha, rewards, holm)
+    if sd == 0:
+        return 2
+    return _least(lambda n: _two_sample_power(difference, sd, n, level) >= power, 2, max_seeds)
+
+
+def detectable_difference(
+    seeds: int, sd: float, rewards: int = 1, alpha: float = 0.05, power: float = 0.8, holm: bool = True
+) -> float:
+    """The least true difference :func:`seeds_for_power`'s test detects with probability ``power`` with ``seeds``
+    per arm at a between-seed ``sd`` (the inverse of it, by bisection on the noncentrality, to 1e-9 relative):
+    what a comparison of that many seeds can show. ``math.inf`` below 2 seeds (no spread, no test)."""
+    if seeds < 2:
+        return math.inf
+    level = test_level(alpha, rewards, holm)
+    low, high = 0.0, 1.0
+    while t_test_power(high, 2 * seeds - 2, level) < power:
+        low, high = high, 2 * high
+    while high - low > 1e-9 * high:
+        middle = (low + high) / 2
+        low, high = (middle, high) if t_test_power(middle, 2 * seeds - 2, level) < power else (low, middle)
+    return high * sd * math.sqrt(2 / seeds)
+
+
+def evaluation_size_for_power(
+    difference: float,
+    *,
+    discordant: float | None = None,
+    sd: float | None = None,
+    rewards: int = 1,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    holm: bool = True,
+    max_problems: int = 10_000_000,
+) -> int:
+    """Problems in one shared evaluation set for a paired test between two runs to detect a true ``difference`` of
+    their mean rewards with probability ``power`` at Holm's strictest level (:func:`test_level`). Give one of:
+
+    * ``discordant``, for 0/1 rewards (McNemar's test): the share of problems the two runs score differently
+      (p10 + p01, with difference = p10 - p01). Connor's (1987, Biometrics 43:207) formula,
+      ``n = ((z_{1-level/2} sqrt(discordant) + z_power sqrt(discordant - difference^2)) / difference)^2``, rounded up.
+    * ``sd``, for other rewards (the paired t-test): the standard deviation of the per-problem differences; the least
+      n >= 2 with ``t_test_power(difference / (sd / sqrt(n)), n - 1, level) >= power`` (exact, noncentral t).
+
+    This sizes the evaluation of two given models; the seeds a method comparison needs are :func:`seeds_for_power`'s
+    (the problems' noise and the seeds' are different noises: more problems do not replace seeds)."""
+    if (discordant is None) == (sd is None):
+        raise ValueError("give exactly one of discordant (0/1 rewards) or sd (other rewards)")
+    level = test_level(alpha, rewards, holm)
+    if discordant is not None:
+        if not 0 < difference <= discordant <= 1 or not 0 < power < 1:
+            raise ValueError(
+                f"need 0 < difference <= discordant <= 1 and 0 < power < 1, got {difference}, {discordant}, {power}"
+            )
+        root = normal_quantile(1 - level / 2) * math.sqrt(discordant)
+        root += normal_quantile(power) * math.sqrt(discordant - difference**2)
+        return max(1, math.ceil((root / difference) ** 2 - 1e-9))
+    _check_plan(difference, sd, power)
+    if sd == 0:
+        return 2
+    return _least(lambda n: _paired_power(difference, sd, n, level) >= power, 2, max_problems)
