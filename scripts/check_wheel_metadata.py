@@ -4,7 +4,8 @@
 
 Reads the wheel's METADATA and file list (no install) and exits 1 naming every problem: license expression and
 license file, README as the long description (Markdown), classifiers, keywords, project URLs, the ``gdpo`` console
-script, and the data the commands reach by name (every recipe, every accelerate config).
+script, the data the commands reach by name (every recipe, every accelerate config), and that it holds nothing of the
+repository's ``studies/`` (the studies' runners and analyses stay out of the library).
 """
 
 from __future__ import annotations
@@ -56,7 +57,17 @@ def problems(wheel: Path) -> list[str]:
         repo = {p.relative_to(ROOT / folder).as_posix() for p in (ROOT / folder).rglob("*.yaml")}
         if not repo or not repo <= shipped:
             found.append(f"{folder}: not in the wheel: {sorted(repo - shipped) or 'the folder is empty'}")
+    found += [f"a study module is in the wheel: {name}" for name in sorted(names & study_files())]
     return found
+
+
+def study_files() -> set[str]:
+    """Where the repository's ``studies/`` modules would lie in a wheel: at the top (``studies/x.py``) or moved back
+    into the package (``gdpo_trl/results/x.py``, where they lived before)."""
+    modules = [p.name for p in (ROOT / "studies").glob("*.py") if p.name != "__init__.py"]
+    return {"studies/__init__.py"} | {
+        f"{where}/{name}" for name in modules for where in ("studies", "gdpo_trl/results")
+    }
 
 
 if __name__ == "__main__":

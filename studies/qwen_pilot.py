@@ -1,8 +1,8 @@
 """Study H9's pilot: which candidate task lets GDPO and GRPO differ on Qwen2.5-Coder-0.5B-Instruct.
 
-``scripts/qwen_study.py pilot`` samples groups of completions from the start on GSM8K train problems with the study's
+``studies/qwen_runner.py pilot`` samples groups of completions from the start on GSM8K train problems with the study's
 training prompt, limit and temperature (``gdpo eval --n 8 --temperature 1``); this module scores the same completions
-under each candidate set of rewards and writes what :func:`gdpo_trl.results.reward_conflict.pilot_figures` measures
+under each candidate set of rewards and writes what :func:`studies.reward_conflict.pilot_figures` measures
 (docs/results/qwen_pilot.{json,md}). Candidates, from the paper:
 
 - ``gsm8k``: format, correctness, integer (the paper's GSM8K rewards), at a limit long enough that most completions
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from gdpo_trl.results.reward_conflict import pilot_figures
-from gdpo_trl.results.smollm2_study import copy_evaluation, read_completions
+from studies.reward_conflict import pilot_figures
+from studies.smollm2_study import copy_evaluation, read_completions
 
 LENGTH_TOKENS = 200  # the length reward's budget: 1 for at most this many tokens, where correct (Eq. 8)
 CANDIDATES = {

@@ -3,7 +3,7 @@ its pilot, its runs and their status. Pre-registered in docs/results/README.md (
 
 ``pilot`` samples groups of completions from the start at the study's settings (``gdpo eval --n 8 --temperature 1``
 on GSM8K train problems) and measures, per candidate set of rewards, what decides whether GDPO and GRPO can differ
-(:mod:`gdpo_trl.results.reward_conflict`): docs/results/qwen_pilot.{json,md}.
+(:mod:`studies.reward_conflict`): docs/results/qwen_pilot.{json,md}.
 
 ``run`` goes through the design's jobs in order: the start's evaluations first (the training prompt, then the model's
 own chat default, scored by the last number), then for each seed GDPO and GRPO (``gdpo train`` with
@@ -12,9 +12,9 @@ the first 200 GSM8K test problems. A finished job is never run again; every comm
 thread count changes sampled completions); each job's output goes to ``<job>.log`` beside it. Run it in the
 background, niced, and again after a stop to go on::
 
-    nohup nice -n 10 python scripts/qwen_study.py run --data DATA > outputs/qwen_gdpo_grpo.log 2>&1 &
-    python scripts/qwen_study.py status     # where it stands, no outcome
-    python scripts/qwen_study.py analyze    # once the stopping rule says so: tables, curves, raw logs, completions
+    nohup nice -n 10 python -m studies.qwen_runner run --data DATA > outputs/qwen_gdpo_grpo.log 2>&1 &
+    python -m studies.qwen_runner status     # where it stands, no outcome
+    python -m studies.qwen_runner analyze    # once the stopping rule says so: tables, curves, raw logs, completions
 
 A machine can be renewed between sessions, taking the study's folder with it. So each finished job is committed as
 it finishes, unread: ``keep`` copies what the analysis needs of every finished job (each evaluation's summary and
@@ -22,8 +22,8 @@ gzipped completions, each trained run's trainer_state.json, each job's log of co
 log of stamps) into docs/results/qwen_gdpo_grpo/, printing only the jobs' names; ``restore`` puts them back into a
 new study folder, so the runner goes on with the first unfinished job instead of repeating finished ones::
 
-    python scripts/qwen_study.py keep       # after a job finishes; then commit docs/results/qwen_gdpo_grpo
-    python scripts/qwen_study.py restore    # on a renewed machine, before run
+    python -m studies.qwen_runner keep       # after a job finishes; then commit docs/results/qwen_gdpo_grpo
+    python -m studies.qwen_runner restore    # on a renewed machine, before run
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def trained(out: Path) -> bool:
 
 
 def train_command(arm: str, seed: int, data: Path, out: Path) -> list[str]:
-    from gdpo_trl.results.study_jobs import tool
+    from studies.study_jobs import tool
 
     # Resume from the newest checkpoint; a run stopped before its first one starts over.
     resume = ["--resume_from_checkpoint", "true"] if any(out.glob("checkpoint-*")) else []
@@ -96,7 +96,7 @@ def train_command(arm: str, seed: int, data: Path, out: Path) -> list[str]:
 
 
 def eval_command(model: str, data: Path, out: Path, extra: list[str]) -> list[str]:
-    from gdpo_trl.results.study_jobs import tool
+    from studies.study_jobs import tool
 
     return [tool("gdpo"), "eval", "--model", model, "--dataset", str(data / "test.jsonl"), *EVAL, *extra,
             "--output_dir", str(out)]  # fmt: skip
@@ -113,7 +113,7 @@ def jobs(root: Path):
 
 def run_job(arm: str, seed: int | None, out: Path, data: Path) -> None:
     """Train one (arm, seed) unless trained, then evaluate it unless evaluated; output to <out>.log."""
-    from gdpo_trl.results.study_jobs import run_logged, stamp
+    from studies.study_jobs import run_logged, stamp
 
     log = out.with_name(f"{out.name}.log")
     if arm.startswith("start"):
@@ -152,7 +152,7 @@ def check_data(data: Path) -> None:
 
 
 def run(args) -> None:
-    from gdpo_trl.results.study_jobs import run_jobs, stamp
+    from studies.study_jobs import run_jobs, stamp
 
     root, data = Path(args.out), Path(args.data)
     check_data(data)
@@ -199,7 +199,7 @@ def finished(arm: str, out: Path) -> bool:
 def keep_job(arm: str, out: Path, kept: Path) -> bool:
     """Copy what the analysis needs of one finished job from the study folder ``out.parent`` into ``kept``, in the
     same layout, completions and logs gzipped (mtime 0: keeping twice writes the same bytes); False if unfinished."""
-    from gdpo_trl.results.smollm2_study import copy_evaluation
+    from studies.smollm2_study import copy_evaluation
 
     if not finished(arm, out):
         return False
@@ -235,7 +235,7 @@ def restore_job(arm: str, kept_out: Path, out: Path) -> bool:
 
 def keep(args) -> None:
     """Every finished job of the study folder into docs/results/qwen_gdpo_grpo/ (names printed, no outcome)."""
-    from gdpo_trl.results.qwen_study import study_log
+    from studies.qwen_study import study_log
 
     root, kept = Path(args.out), Path(args.docs) / STUDY
     names = [out.name for arm, _, out in jobs(root) if keep_job(arm, out, kept)]
@@ -249,7 +249,7 @@ def keep(args) -> None:
 
 def restore(args) -> None:
     """Every job kept in docs/results/qwen_gdpo_grpo/ back into the study folder, where it is not finished there."""
-    from gdpo_trl.results.qwen_study import study_log
+    from studies.qwen_study import study_log
 
     root, kept = Path(args.out), Path(args.docs) / STUDY
     pairs = zip(jobs(kept), jobs(root), strict=True)
@@ -261,8 +261,8 @@ def restore(args) -> None:
 
 def pilot(args) -> None:
     """Sample the start at the study's settings on GSM8K train problems, then write the pilot's figures."""
-    from gdpo_trl.results.qwen_pilot import write_pilot
-    from gdpo_trl.results.study_jobs import run_logged, stamp
+    from studies.qwen_pilot import write_pilot
+    from studies.study_jobs import run_logged, stamp
 
     data = Path(args.data)
     check_data(data)
@@ -281,7 +281,7 @@ def pilot(args) -> None:
 
 def analyze(args) -> None:
     """Write the tables, the curves, the raw logs and every evaluation under docs/results/ (as pre-registered)."""
-    from gdpo_trl.results.qwen_study import write
+    from studies.qwen_study import write
 
     write(Path(args.out), Path(args.docs))
 

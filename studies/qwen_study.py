@@ -1,10 +1,10 @@
 """Study H9's analysis (``qwen_gdpo_grpo``, pre-registered in docs/results/README.md): GDPO against GRPO on
 Qwen2.5-Coder-0.5B-Instruct, each run evaluated greedy on the same 200 GSM8K test problems by ``gdpo eval``.
 
-Reads the study's folder, as scripts/qwen_study.py runs it (outputs/qwen_gdpo_grpo: ``<arm>-seed<N>/`` with its
+Reads the study's folder, as studies/qwen_runner.py runs it (outputs/qwen_gdpo_grpo: ``<arm>-seed<N>/`` with its
 trainer_state.json, ``eval-<arm>-seed<N>/`` with summary.json and completions.jsonl) or as committed
 (docs/results/qwen_gdpo_grpo, the logs in docs/results/logs/qwen_gdpo_grpo.json.gz): both give the same analysis.
-The outcomes of one evaluation are read as for study H8 (:func:`gdpo_trl.results.smollm2_study.run_outcomes`); the
+The outcomes of one evaluation are read as for study H8 (:func:`studies.smollm2_study.run_outcomes`); the
 statistic is H9's: one difference (GDPO - GRPO) on three primary outcomes, Holm over those three.
 """
 
@@ -14,8 +14,9 @@ import json
 import re
 from pathlib import Path
 
-from gdpo_trl.results.smollm2_study import CURVES as H8_CURVES
-from gdpo_trl.results.smollm2_study import (
+from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
+from studies.smollm2_study import CURVES as H8_CURVES
+from studies.smollm2_study import (
     OUTCOMES,
     SECONDARY,
     checked_metrics,
@@ -27,11 +28,10 @@ from gdpo_trl.results.smollm2_study import (
     run_outcomes,
     secondary_tables,
 )
-from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
-from gdpo_trl.results.study_files import read_logs, read_text, write_logs
+from studies.study_files import read_logs, read_text, write_logs
 
 STUDY = "qwen_gdpo_grpo"
-COMMAND = "nohup nice -n 10 python scripts/qwen_study.py run --data DATA --workers 2"
+COMMAND = "nohup nice -n 10 python -m studies.qwen_runner run --data DATA --workers 2"
 ARMS = ("gdpo", "grpo")
 SEEDS = (0, 1, 2, 3, 4)
 MIN_SEEDS = 3  # the stopping rule's floor: fewer seeds with both arms evaluated are not analysed

@@ -4,9 +4,9 @@ prompt probes, probe_*/).
 
 For each reward it counts the completions where the two rules disagree, and lists them (our score, the reference's,
 the completion's tail); it also counts the completions neither rule can read (no answer block either rule extracts).
-Writes docs/results/real_model/rewards_reference.json with ``--write``; tests/results/test_real_model.py recomputes it.
+Writes docs/results/real_model/rewards_reference.json with ``--write``; tests/studies/test_real_model.py recomputes it.
 
-    python scripts/real_model_rewards.py [--write]
+    python -m studies.real_model_rewards [--write]
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import argparse
 import json
 from pathlib import Path
 
-from gdpo_trl.results.smollm2_study import read_completions
 from gdpo_trl.rewards.gsm8k import (
     correctness_reward,
     extract_answer,
@@ -23,6 +22,7 @@ from gdpo_trl.rewards.gsm8k import (
     integer_reward,
     reference_answer,
 )
+from studies.smollm2_study import read_completions
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,10 +13,10 @@ before, ``--from-logs docs/results/logs/<task>.json.gz``) and writes
   seed<N>": log_history}}`` (each run's ``trainer_state.json`` log, keys no table reads left out), from which
   ``--from-logs`` recomputes every table above. ``--pilot`` writes only the block means and times (one seed each).
 
-    python -m gdpo_trl.results.seed_study --task toolcall --out-dir outputs/results/toolcall --export-logs --command "..."
-    python -m gdpo_trl.results.seed_study --task toolcall --from-logs docs/results/logs/toolcall.json.gz   # rewrite from the logs
-    python -m gdpo_trl.results.seed_study --task toolcall --from-json docs/results/toolcall.json   # print the tables from the JSON
-    python -m gdpo_trl.results.seed_study --task gd2po_toolcall --from-logs docs/results/logs/gd2po_toolcall.json.gz \
+    python -m studies.seed_study --task toolcall --out-dir outputs/results/toolcall --export-logs --command "..."
+    python -m studies.seed_study --task toolcall --from-logs docs/results/logs/toolcall.json.gz   # rewrite from the logs
+    python -m studies.seed_study --task toolcall --from-json docs/results/toolcall.json   # print the tables from the JSON
+    python -m studies.seed_study --task gd2po_toolcall --from-logs docs/results/logs/gd2po_toolcall.json.gz \
         --method gd2po --holm --seeds 0 1 2 5 6 7 --docs-dir /tmp/h7_at_stop   # only the seeds done at the stop
 """
 
@@ -26,8 +26,8 @@ import argparse
 from pathlib import Path
 
 from gdpo_trl.results import stats as rs
-from gdpo_trl.results.study_files import export_logs, load_study, logged_study, read_logs
-from gdpo_trl.results.study_tables import pilot_report, report, study_rows
+from studies.study_files import export_logs, load_study, logged_study, read_logs
+from studies.study_tables import pilot_report, report, study_rows
 
 
 def parse_args(argv=None):

@@ -9,9 +9,9 @@ a time with one torch thread each, about 1.6 times the work an hour on a 2-core 
 second amendment). Each job's output goes to ``<job>.log`` beside it. The format start itself is evaluated once,
 first. Run it in the background, niced, and run it again after a stop to go on::
 
-    nohup nice -n 10 python scripts/smollm2_study.py run --data DATA --workers 2 > outputs/smollm2_gdpo_grpo.log 2>&1 &
-    python scripts/smollm2_study.py status
-    python scripts/smollm2_study.py analyze   # once every run is evaluated: tables, raw logs and completions
+    nohup nice -n 10 python -m studies.smollm2_runner run --data DATA --workers 2 > outputs/smollm2_gdpo_grpo.log 2>&1 &
+    python -m studies.smollm2_runner status
+    python -m studies.smollm2_runner analyze   # once every run is evaluated: tables, raw logs and completions
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from gdpo_trl.results.smollm2_study import ARMS, SEEDS, STUDY, evaluation, seeds_with_every_arm
+from studies.smollm2_study import ARMS, SEEDS, STUDY, evaluation, seeds_with_every_arm
 
 ROOT = Path(__file__).resolve().parents[1]
 START = "builtin:smollm2-135m-gsm8k-format"
@@ -130,7 +130,7 @@ def status(args) -> None:
 
 def analyze(args) -> None:
     """Write the tables, the curves, the raw logs and every evaluation under docs/results/ (as pre-registered)."""
-    from gdpo_trl.results.smollm2_study import write
+    from studies.smollm2_study import write
 
     write(Path(args.out), Path(args.docs))
 

@@ -1,7 +1,7 @@
 """Study H8's analysis (``smollm2_gdpo_grpo``, pre-registered in docs/results/README.md): GDPO, GRPO and an SFT
 control on SmolLM2, each run evaluated greedy on the same 200 GSM8K test problems by ``gdpo eval``.
 
-Reads a study folder, either as scripts/smollm2_study.py runs it (outputs/smollm2_gdpo_grpo: ``<arm>-seed<N>/`` with
+Reads a study folder, either as studies/smollm2_runner.py runs it (outputs/smollm2_gdpo_grpo: ``<arm>-seed<N>/`` with
 its trainer_state.json, ``eval-<arm>-seed<N>/`` with summary.json and completions.jsonl) or as committed
 (docs/results/smollm2_gdpo_grpo: the evaluations with gzipped completions, the logs in
 docs/results/logs/smollm2_gdpo_grpo.json.gz); both give the same analysis. :func:`analysis` applies the stopping
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from gdpo_trl.eval.scoring import summarize
 from gdpo_trl.results.stats import bootstrap_diff_ci, holm_adjusted, mean_std, verdict, welch_t_test
-from gdpo_trl.results.study_files import read_logs, read_text, write_logs
+from studies.study_files import read_logs, read_text, write_logs
 
 STUDY = "smollm2_gdpo_grpo"
 # What ran every job (each run's own train and eval commands are in its log beside it, outputs/smollm2_gdpo_grpo/).
-COMMAND = "nohup nice -n 10 python scripts/smollm2_study.py run --data DATA --workers 2"
+COMMAND = "nohup nice -n 10 python -m studies.smollm2_runner run --data DATA --workers 2"
 ARMS = ("gdpo", "grpo", "sft")
 SEEDS = (0, 1, 2, 3, 4)
 

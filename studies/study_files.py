@@ -1,7 +1,7 @@
 """A seed study's runs, read and written: the ``<method>-seed<N>/trainer_state.json`` folders under a gdpo compare
 ``--output_dir``, and the gzipped raw logs committed under docs/results/logs/ (``{"task", "command", "runs":
 {"<method>-seed<N>": log_history}}``, the keys no table reads left out), from which every table is recomputed. The
-command is :mod:`gdpo_trl.results.seed_study`; the tables, :mod:`gdpo_trl.results.study_tables`.
+command is :mod:`studies.seed_study`; the tables, :mod:`studies.study_tables`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Running a seed study's jobs in the background, resumably: the part of a study runner that is not its design.
 
-A study (scripts/qwen_study.py) is a list of jobs, each "train one (arm, seed) unless trained, then evaluate it unless
+A study (studies/qwen_runner.py) is a list of jobs, each "train one (arm, seed) unless trained, then evaluate it unless
 evaluated", run in a fixed order so a study cut short stays balanced across arms. Each job's commands and output go
 to ``<job>.log`` beside it; a failed command stops that job with the log's name (run the study again to retry: a run
 resumes from its newest checkpoint). Every command gets the same torch thread count (``OMP_NUM_THREADS``), because

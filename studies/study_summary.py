@@ -6,7 +6,7 @@ verdict the pre-registered rule draws from it (the CI alone). Read from the comm
 (``docs/results/<task>.json``) with the statistics of :mod:`gdpo_trl.results.stats`; the table of
 docs/results/README.md ("Summary") is this command's output, which tests/docs/test_figures.py checks row by row.
 
-    python -m gdpo_trl.results.study_summary [--results docs/results]
+    python -m studies.study_summary [--results docs/results]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A block is runnable unless the HTML comment on the line just above it marks it ``<!-- gpu -->`` (needs GPUs: its
 recipes are parsed and sized by a test instead), ``<!-- slow -->`` (longer than five minutes here, or installs
 software: ``make docs-slow`` runs it) or ``<!-- data -->`` (needs data a clone does not ship, GSM8K's files as
-``DATA/``: docs/real_model.md's measured run; tests/results/test_real_model.py checks what it wrote). ``<!-- runnable -->`` marks the Python blocks tests/docs/test_readme.py runs.
+``DATA/``: docs/real_model.md's measured run; tests/studies/test_real_model.py checks what it wrote). ``<!-- runnable -->`` marks the Python blocks tests/docs/test_readme.py runs.
 """
 
 from __future__ import annotations

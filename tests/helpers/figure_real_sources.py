@@ -94,13 +94,13 @@ def h8_study(tmp) -> str:
 
 
 def h9_study(tmp) -> str:
-    """Study H9 (GDPO against GRPO on Qwen2.5-Coder-0.5B-Instruct), which tests/scripts/test_qwen_study.py recomputes
+    """Study H9 (GDPO against GRPO on Qwen2.5-Coder-0.5B-Instruct), which tests/studies/test_qwen_study.py recomputes
     from the kept folder; its start row is the recipes' prompt's evaluation."""
     columns = ("format", "integer", "correctness", "clipped", "length")
     return analysis_text("qwen_gdpo_grpo", lambda result: [result["starts"]["eval-start"][k] for k in columns])
 
 
 def h9_pilot(tmp) -> str:
-    """Study H9's pilot (docs/results/qwen_pilot.json, which tests/scripts/test_qwen_study.py recomputes from the
+    """Study H9's pilot (docs/results/qwen_pilot.json, which tests/studies/test_qwen_study.py recomputes from the
     committed completions), for docs/qwen.md and H9's pre-registration."""
     return analysis_text("qwen_pilot")

@@ -56,7 +56,7 @@ def h8_differences(results: Path) -> list[str]:
     """Study H8's committed analysis and tables against their recomputation from ``results`` (docs/results or a copy
     of its H8 files): every run's outcomes from its completions, every mean, CI, p and verdict from those. A
     summary.json that disagrees with its completions stops the analysis (SystemExit naming it)."""
-    from gdpo_trl.results import smollm2_study
+    from studies import smollm2_study
 
     result = smollm2_study.analysis(results / H8)
     found = json_differences(f"{H8}.json", (results / f"{H8}.json").read_text(), smollm2_study.json_text(result))

@@ -18,9 +18,9 @@ from tests.helpers.doc_figures import numbers
 from tests.helpers.studies import LOGGED, LOGS, PILOTS, RESULTS, ROOT, STUDIES, seed_study, study_files, study_tables
 
 GENERATED = [f"docs/results/{task}.md" for task in STUDIES] + [f"docs/results/{t}.md" for t in PILOTS if t in LOGGED]
-GENERATED.append("docs/results/smollm2_gdpo_grpo.md")  # study H8: tests/scripts/test_smollm2_study.py regenerates it
-GENERATED.append("docs/results/qwen_gdpo_grpo.md")  # study H9: tests/scripts/test_qwen_study.py regenerates it
-GENERATED.append("docs/results/qwen_pilot.md")  # study H9's pilot: tests/scripts/test_qwen_study.py regenerates it
+GENERATED.append("docs/results/smollm2_gdpo_grpo.md")  # study H8: tests/studies/test_smollm2_study.py regenerates it
+GENERATED.append("docs/results/qwen_gdpo_grpo.md")  # study H9: tests/studies/test_qwen_study.py regenerates it
+GENERATED.append("docs/results/qwen_pilot.md")  # study H9's pilot: tests/studies/test_qwen_study.py regenerates it
 
 
 @functools.cache
@@ -28,7 +28,7 @@ def regenerated(task: str, tmp: str) -> str:
     """docs/results/<task>.md rewritten from its raw logs by seed_study.py, as the docs say it was written (its
     per-run rows, docs/results/<task>.json, are rewritten beside it: :func:`regenerated_rows`); for a study whose
     logs are not committed (tests/helpers/studies.py says which), the committed tables, which
-    tests/results/test_results_stats.py recomputes from the study's per-run rows."""
+    tests/studies/test_seed_study.py recomputes from the study's per-run rows."""
     if task not in LOGGED:
         return (RESULTS / f"{task}.md").read_text(encoding="utf-8")
     logs = LOGS / f"{task}.json.gz"

@@ -62,9 +62,9 @@ def lengths(task: str):
 
 @functools.cache
 def study_summary(tmp):
-    """``python -m gdpo_trl.results.study_summary``'s table (every comparison of the studies with Welch p, Holm p and
+    """``python -m studies.study_summary``'s table (every comparison of the studies with Welch p, Holm p and
     bootstrap CI) and the number of its comparisons."""
-    from gdpo_trl.results import study_summary as summary
+    from studies import study_summary as summary
 
     return summary.table(RESULTS) + f"\n{len(summary.comparisons(RESULTS))}"
 
@@ -77,7 +77,7 @@ def study_summary_rows(tmp):
 def runtime_rows(tmp):
     """docs/results/README.md's training-time table, row by row: each logged study's runs and steps (its logged
     command's ``--steps``) and its training time (the ``all`` row of <task>.md's time table)."""
-    from gdpo_trl.results import study_summary as summary
+    from studies import study_summary as summary
 
     rows = []
     for hypothesis, task, _ in summary.STUDIES:

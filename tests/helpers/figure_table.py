@@ -97,7 +97,7 @@ SOURCES = [
     (PAGE, r"Process rewards", [worked_example]),
     (PAGE, r"When things go wrong", [bad_input_cases]),
     (PAGE, r"Does GDPO beat GRPO", [every_study, study_summary]),
-    # The studies' summary, from gdpo_trl/results/study_summary.py, and H7's (GD2PO) rows.
+    # The studies' summary, from studies/study_summary.py, and H7's (GD2PO) rows.
     (r"README\.md", r"## Results$", [study_summary, study("gd2po_toolcall"), study("gd2po_gsm8k_style")]),
     # H7 as in docs/gd2po.md: the six seeds of its stop lead, the ten seeds and the conflict shares in sections of
     # their own, each with its own sources only.
@@ -116,7 +116,7 @@ SOURCES = [
     (r"docs/results/README\.md", r"Part 1", [study(t) for t in PILOTS if t in LOGGED]),
     (r"docs/results/README\.md", r"Addendum[^>]*H4", [study("toolcall")]),  # quotes H1's diagnostics
     (r"docs/results/README\.md", r"Part 2: results$", [every_study]),
-    # The summary quotes gdpo_trl/results/study_summary.py's comparisons, H6b's warm start (0.38) and H6's success (0.05).
+    # The summary quotes studies/study_summary.py's comparisons, H6b's warm start (0.38) and H6's success (0.05).
     (r"docs/results/README\.md", r"### Summary", [study_summary, agent_demo, study("agent")]),
     (r"docs/results/README\.md", r"### H1", [study("toolcall"), committed("b9f2dbd", "docs/results/toolcall.md")]),
     (r"docs/results/README\.md", r"### H2", [study("gsm8k_style")]),

@@ -42,31 +42,31 @@ LOGGED = [
 SEEDS: dict[str, int] = {}
 # Runs per study: methods x seeds (30 unless said).
 RUNS = {"process": 20, **{task: 3 * seeds for task, seeds in SEEDS.items()}}
-# Study H8 on the real model: analysed by gdpo_trl.results.smollm2_study, not seed_study (its own tables, evaluations
-# and logs; tests/scripts/test_smollm2_study.py recomputes them).
-# Study H9's pilot: analysed by gdpo_trl.results.qwen_pilot from its committed completions (tests/scripts/
+# Study H8 on the real model: analysed by studies.smollm2_study, not seed_study (its own tables, evaluations
+# and logs; tests/studies/test_smollm2_study.py recomputes them).
+# Study H9's pilot: analysed by studies.qwen_pilot from its committed completions (tests/scripts/
 # test_qwen_study.py recomputes it); it trained nothing, so it has no training logs. Study H9: analysed by
-# gdpo_trl.results.qwen_study from the folder its runner kept (the same test file recomputes it).
+# studies.qwen_study from the folder its runner kept (the same test file recomputes it).
 OTHER_STUDIES = ["smollm2_gdpo_grpo", "qwen_pilot", "qwen_gdpo_grpo"]
 OTHER_LOGS = ["compare", "smollm2_gdpo_grpo", "qwen_gdpo_grpo"]  # README's gdpo compare table; H8's and H9's RL runs
 
 
 def seed_study():
-    """The seed-study command's module (``python -m gdpo_trl.results.seed_study``)."""
-    from gdpo_trl.results import seed_study
+    """The seed-study command's module (``python -m studies.seed_study``)."""
+    from studies import seed_study
 
     return seed_study
 
 
 def study_files():
     """The module that reads a study's runs and its committed raw logs (imported when asked for, as above)."""
-    from gdpo_trl.results import study_files
+    from studies import study_files
 
     return study_files
 
 
 def study_tables():
     """The module that makes a study's tables (imported when asked for, as above)."""
-    from gdpo_trl.results import study_tables
+    from studies import study_tables
 
     return study_tables

@@ -1,6 +1,6 @@
-"""Study H9 on made-up study folders: its analysis (gdpo_trl/results/qwen_study.py: the stopping rule's seeds, GDPO -
+"""Study H9 on made-up study folders: its analysis (studies/qwen_study.py: the stopping rule's seeds, GDPO -
 GRPO on three outcomes with Holm over three, the verdict, the files), its pilot's scoring
-(gdpo_trl/results/qwen_pilot.py) and its runner (scripts/qwen_study.py: the order of jobs, one thread everywhere, the
+(studies/qwen_pilot.py) and its runner (studies/qwen_runner.py: the order of jobs, one thread everywhere, the
 commands, resuming)."""
 
 import json
@@ -8,18 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from gdpo_trl.results import qwen_pilot, qwen_study
 from gdpo_trl.results.stats import holm_adjusted, welch_t_test
-from gdpo_trl.results.study_files import read_logs
-from tests.helpers.scripts import load_script
-from tests.scripts.test_smollm2_study import evaluation, training
+from studies import qwen_pilot, qwen_runner, qwen_study
+from studies.study_files import read_logs
+from tests.studies.test_smollm2_study import evaluation, training
 
 FORMAT = {"gdpo": [0.80, 0.82, 0.84], "grpo": [0.70, 0.71, 0.69]}
 
 
 @pytest.fixture(scope="module")
 def runner():
-    return load_script("qwen_study")
+    return qwen_runner
 
 
 def make_study(root: Path, seeds) -> None:
@@ -104,9 +103,7 @@ def test_the_runner_orders_jobs_and_runs_everything_with_one_thread(runner, tmp_
     assert jobs[:4] == [("start", None), ("start-own-default", None), ("gdpo", 0), ("grpo", 0)]
     assert len(jobs) == 2 + 2 * 5 and runner.THREADS == 1
     calls = []
-    monkeypatch.setattr(
-        "gdpo_trl.results.study_jobs.run_logged", lambda cmd, log, threads, cwd: calls.append((cmd, threads))
-    )
+    monkeypatch.setattr("studies.study_jobs.run_logged", lambda cmd, log, threads, cwd: calls.append((cmd, threads)))
     out = tmp_path / "gdpo-seed1"
     (out / "checkpoint-4").mkdir(parents=True)  # a run cut short resumes from its newest checkpoint
     runner.run_job("gdpo", 1, out, tmp_path)
@@ -133,7 +130,7 @@ def test_the_committed_pilot_recomputes_from_its_completions():
 
 
 def test_the_committed_study_recomputes_from_its_kept_runs():
-    # H9 as analysed (scripts/qwen_study.py analyze): its tables, verdict and raw logs come back from the folder
+    # H9 as analysed (studies/qwen_runner.py analyze): its tables, verdict and raw logs come back from the folder
     # `keep` committed (every evaluation's completions, each run's trainer_state.json and log, the runner's stamps).
     docs = Path(__file__).resolve().parents[2] / "docs" / "results"
     committed = json.loads((docs / "qwen_gdpo_grpo.json").read_text())

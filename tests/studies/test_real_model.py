@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.eval.scoring import reward_funcs, summarize
-from tests.helpers.scripts import load_script
+from studies import real_model_rewards
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results" / "real_model"
@@ -49,9 +49,8 @@ def test_an_evaluation_recomputes_from_its_completions(folder):
 
 
 def test_the_reference_rules_comparison_recomputes():
-    script = load_script("real_model_rewards")
     committed = json.loads((RESULTS / "rewards_reference.json").read_text())
-    assert committed == json.loads(json.dumps(script.report()))
+    assert committed == json.loads(json.dumps(real_model_rewards.report()))
 
 
 @pytest.mark.parametrize("log", TRAININGS, ids=[p.name for p in TRAININGS])

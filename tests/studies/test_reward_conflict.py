@@ -1,9 +1,9 @@
-"""The pilot's figures against hand-computed groups (docs: gdpo_trl/results/reward_conflict.py)."""
+"""The pilot's figures against hand-computed groups (docs: studies/reward_conflict.py)."""
 
 import pytest
 import torch
 
-from gdpo_trl.results.reward_conflict import correlations, pilot_figures, rank_disagreement
+from studies.reward_conflict import correlations, pilot_figures, rank_disagreement
 
 
 def test_grpo_collapses_two_reward_combinations_that_gdpo_tells_apart():

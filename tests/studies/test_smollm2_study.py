@@ -1,4 +1,4 @@
-"""Study H8 on a made-up study folder: its analysis (gdpo_trl/results/smollm2_study.py, which scripts/smollm2_study.py
+"""Study H8 on a made-up study folder: its analysis (studies/smollm2_study.py, which studies/smollm2_runner.py
 analyze runs): the stopping rule's seeds, the pre-registered differences with Holm over the nine primary comparisons,
 the verdicts and the files it writes; and the runner's status."""
 
@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from gdpo_trl.eval.scoring import summarize
-from gdpo_trl.results import smollm2_study as h8
 from gdpo_trl.results.stats import holm_adjusted, welch_t_test
-from tests.helpers.scripts import load_script
+from studies import smollm2_runner
+from studies import smollm2_study as h8
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "smollm2_study.py"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def study():
-    return load_script("smollm2_study")
+    return smollm2_runner
 
 
 FORMAT = {"gdpo": [0.80, 0.82, 0.84], "grpo": [0.70, 0.71, 0.69], "sft": [0.50, 0.55, 0.45]}
@@ -110,7 +110,7 @@ def test_a_summary_its_completions_contradict_is_refused(tmp_path):
 
 def test_the_committed_study_recomputes(study):
     """H8's committed tables and analysis are what its committed evaluations (every completion) and logs give."""
-    docs = SCRIPT.parents[1] / "docs" / "results"
+    docs = ROOT / "docs" / "results"
     result = h8.analysis(docs / "smollm2_gdpo_grpo")
     assert h8.json_text(result) == (docs / "smollm2_gdpo_grpo.json").read_text()  # byte for byte: every digit
     assert h8.tables(result) == (docs / "smollm2_gdpo_grpo.md").read_text()

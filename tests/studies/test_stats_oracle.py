@@ -1,6 +1,6 @@
 """An independent oracle for the seed studies' statistics (docs/results/README.md, part 1).
 
-Nothing here imports ``gdpo_trl.results.stats`` or ``gdpo_trl/results/seed_study.py``: from the committed raw logs
+Nothing here imports ``gdpo_trl.results.stats`` or ``studies/seed_study.py``: from the committed raw logs
 (``docs/results/logs/<task>.json.gz``) this recomputes each run's final value with plain Python, the means and sample
 standard deviations with numpy, Welch's t, df and p with scipy, the bootstrap interval from the pre-registered
 recipe (and, within Monte Carlo error, with scipy's own bootstrap), the verdicts, and the exploratory Signal tables;
