@@ -2,8 +2,10 @@
 
     gdpo train   --config recipes/cpu/gdpo/config.yaml [--num_processes 2 | --accelerate_config zero3 ...]
     gdpo eval    --model outputs/cpu-gdpo --dataset warmstart
+    gdpo pilot   --config recipes/cpu/gdpo/config.yaml
     gdpo compare --config recipes/cpu/gdpo/config.yaml --seeds 0 1 2
     gdpo plot    outputs/cpu-gdpo outputs/cpu-grpo
+    gdpo gaming  outputs/cpu-gdpo
     gdpo recipes list | copy cpu/gdpo my.yaml
 
 ``gdpo <subcommand> --help`` shows each one's options. Input errors print one line and exit 2 (``--debug`` or
@@ -21,8 +23,10 @@ import sys
 SUBCOMMANDS = {
     "train": ("gdpo_trl.cli.train", "train with GDPO or GRPO from a YAML recipe (starts accelerate when asked to)"),
     "eval": ("gdpo_trl.cli.evaluate", "score a model's completions with reward functions, or on BFCL"),
+    "pilot": ("gdpo_trl.cli.pilot", "before training: will GDPO (or another rule) train differently from GRPO here?"),
     "compare": ("gdpo_trl.cli.compare", "train several methods from one recipe over seeds and compare them"),
     "plot": ("gdpo_trl.cli.plot", "plot the reward curves of training runs"),
+    "gaming": ("gdpo_trl.cli.gaming", "where the gaming watch fires on saved runs (docs/gaming.md)"),
     "recipes": ("gdpo_trl.cli.recipes", "list the shipped recipes, or copy one out to edit"),
 }
 

@@ -104,7 +104,9 @@ def generate_transformers(
 def _decode(tokenizer, tokens: list[int], eos_ids: set[int]) -> Completion:
     # Decode only up to the first EOS: what follows is padding, which need not be a special token.
     length, truncated = completion_length(tokens, eos_ids)
-    return Completion(tokenizer.decode(tokens[:length], skip_special_tokens=True), length, truncated)
+    return Completion(
+        tokenizer.decode(tokens[:length], skip_special_tokens=True), length, truncated, tuple(tokens[:length])
+    )
 
 
 def _vllm_max_lora_rank(adapter: str) -> int:
@@ -152,7 +154,10 @@ def generate_vllm(
         _shutdown_vllm(llm)
     # token_ids include the EOS token that stopped a sequence; finish_reason "length" means max_tokens was hit.
     completions = [
-        [Completion(o.text, len(o.token_ids), o.finish_reason == "length") for o in request.outputs]
+        [
+            Completion(o.text, len(o.token_ids), o.finish_reason == "length", tuple(o.token_ids))
+            for o in request.outputs
+        ]
         for request in outputs
     ]
     return completions, str(current_platform.device_type)

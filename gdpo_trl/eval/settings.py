@@ -48,9 +48,10 @@ class GenerationSettings:
 
 @dataclass(frozen=True)
 class Completion:
-    """One generated completion: its text, its length in tokens (up to and including EOS) and whether it was cut
-    off at ``max_new_tokens``."""
+    """One generated completion: its text, its length in tokens (up to and including EOS), whether it was cut
+    off at ``max_new_tokens``, and its token ids (what TRL hands a reward as ``completion_ids``)."""
 
     text: str
     num_tokens: int
     truncated: bool
+    token_ids: tuple[int, ...] = ()

@@ -293,3 +293,206 @@ def plan(
         "seeds_per_arm": max((r["seeds_per_arm"] for r in per_reward.values()), default=None),
         "evaluation_problems": max((r["evaluation_problems"] for r in per_reward.values()), default=None),
     }
+
+
+# --- The report: a table for the terminal, Markdown for pilot.md, a PNG -----------------------------------------
+
+
+def _number(value, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def headline(report: dict) -> str:
+    """The verdict for GDPO against GRPO, in plain words (the pilot's first answer)."""
+    return verdict_sentence("GDPO", report["rules"]["gdpo"])
+
+
+def gaming_line(report: dict) -> str:
+    risk = report["gaming_risk"]
+    if risk is None:
+        return "Gaming risk: needs two rewards that vary."
+    parts = [
+        f"{name} pays while {risk['hardest']} fails on {v['pays_while_hardest_fails']:.0%} of completions "
+        f"({v['of_its_payments']:.0%} of {name}'s payments)"
+        for name, v in risk["easier"].items()
+    ]
+    lead = f"Gaming risk ({risk['hardest']} is the hardest reward): "
+    return (
+        lead
+        + ("; ".join(parts) if parts else "no other reward varies")
+        + (
+            ". A policy learns what pays first: where this is high, condition the easier reward on the hardest "
+            "(reward_conditions) or make it need the work."
+            if parts
+            else "."
+        )
+    )
+
+
+def plan_line(report: dict) -> str:
+    p = report["plan"]
+    if p["seeds_per_arm"] is None:
+        return "Plan: no reward varied in the pilot, so there is nothing to plan for."
+    return (
+        f"Plan: to see a difference of {p['difference']} on each of {p['holm_rewards']} rewards (80% power, Holm): "
+        f"{p['seeds_per_arm']} seeds per arm (between-seed SD {p['seed_sd']}, from {p['seed_sd_source']}) and "
+        f"{p['evaluation_problems']:,} evaluation problems (twice the pilot's per-completion variance)."
+    )
+
+
+def rule_rows(report: dict) -> list[list[str]]:
+    rows = []
+    for name, f in report["rules"].items():
+        if name == BASELINE:
+            continue
+        rows.append(
+            [
+                name,
+                _number(f["advantage_correlation"]),
+                _number(f["groups_ranked_differently"], ".0%") if f["groups_ranked_differently"] is not None else "-",
+                _number(f["collapsed_pairs"]),
+                _number(f["share_shift"], ".2f"),
+                VERDICT_WORDS[f["verdict"]],
+            ]
+        )
+    return rows
+
+
+def reward_rows(report: dict) -> list[list[str]]:
+    return [
+        [
+            name,
+            _number(s["mean"]),
+            _number(s["std"]),
+            f"{_number(s['min'], 'g')} .. {_number(s['max'], 'g')}",
+            _number(s["zero_spread_groups"], ".2f"),
+            _number(s["applied"], ".2f"),
+        ]
+        for name, s in report["rewards"].items()
+    ]
+
+
+REWARD_HEADER = ["reward", "mean", "std", "range", "zero-spread groups", "applied"]
+RULE_HEADER = [
+    "rule vs GRPO",
+    "advantage corr.",
+    "groups ranked differently",
+    "collapsed pairs",
+    "share shift",
+    "verdict",
+]
+
+
+def settings_line(report: dict) -> str:
+    s = report["settings"]
+    return (
+        f"{s['prompts']} prompts x {s['num_generations']} completions of {s['model']} on {s['dataset']} "
+        f"(temperature {s['temperature']}, top-p {s['top_p']}, {s['max_completion_length']} new tokens, seed "
+        f"{s['seed']}, {s['backend']}): {s['completions']} completions, mean {s['mean_tokens']:.1f} tokens, "
+        f"{s['truncated_share']:.0%} cut, generated in {s['generation_time_s']:.0f} s."
+    )
+
+
+def correlation_line(report: dict) -> str:
+    pairs = ", ".join(f"{k} {_number(v, '+.2f')}" for k, v in report["correlation"].items()) or "one reward"
+    return f"Between rewards: {pairs}; conflict share {report['conflict_share']:.3f}."
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=True)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
+    return "\n".join(lines)
+
+
+def _step_line(report: dict) -> str | None:
+    step = report.get("step_time")
+    if not step:
+        return None
+    return (
+        f"One training step here: {step['seconds']} s, so one run of {step['max_steps']} steps about "
+        f"{step['run_hours']} h; the plan's seeds x 2 arms about "
+        f"{step['run_hours'] * 2 * (report['plan']['seeds_per_arm'] or 0):.1f} h."
+    )
+
+
+def report_text(report: dict) -> str:
+    """What ``gdpo pilot`` prints."""
+    parts = [
+        "Pilot: " + settings_line(report),
+        _text_table(REWARD_HEADER, reward_rows(report)),
+        correlation_line(report),
+        _text_table(RULE_HEADER, rule_rows(report)),
+        "Verdict: " + headline(report),
+        gaming_line(report),
+        plan_line(report),
+        _step_line(report),
+    ]
+    return "\n".join(p for p in parts if p)
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report_markdown(report: dict) -> str:
+    """``pilot.md``: the same report, with the verdict rule and every rule's share of the advantage per reward."""
+    names = list(report["rewards"])
+    share_rows = [[rule, *(f"{f['advantage_share'][n]:.2f}" for n in names)] for rule, f in report["rules"].items()]
+    parts = [
+        "# gdpo pilot",
+        "**" + headline(report) + "**",
+        settings_line(report),
+        "## Rewards",
+        _markdown_table(REWARD_HEADER, reward_rows(report)),
+        correlation_line(report),
+        "## Every rule against GRPO",
+        _markdown_table(RULE_HEADER, rule_rows(report)),
+        "Each reward's share of the advantage under each rule:",
+        _markdown_table(["rule", *names], share_rows),
+        f"Verdict rule (docs/pilot.md): {report['verdict_rule']}",
+        "## Gaming risk",
+        gaming_line(report),
+        "## Plan",
+        plan_line(report),
+        _step_line(report),
+    ]
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def plot_pilot(report: dict, path) -> None:
+    """``pilot.png``: each rule's advantage correlation with GRPO and share of groups ranked differently (left, with
+    the verdict thresholds), and each rule's share of the advantage per reward (right)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rules = list(report["rules"])
+    names = list(report["rewards"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+    positions = range(len(rules))
+    correlation = [report["rules"][r]["advantage_correlation"] or 0.0 for r in rules]
+    ranked = [report["rules"][r]["groups_ranked_differently"] or 0.0 for r in rules]
+    left.bar([p - 0.2 for p in positions], correlation, width=0.4, label="advantage correlation with GRPO")
+    left.bar([p + 0.2 for p in positions], ranked, width=0.4, label="groups ranked differently")
+    left.axhline(DIFFERENT_CORRELATION, color="grey", linestyle="--", linewidth=0.8)
+    left.axhline(SAME_CORRELATION, color="grey", linestyle=":", linewidth=0.8)
+    left.set_xticks(list(positions), rules, rotation=30, ha="right")
+    left.set_ylim(0, 1.05)
+    left.set_title("How each rule orders groups against GRPO")
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
+    bottom = [0.0] * len(rules)
+    for name in names:
+        shares = [report["rules"][r]["advantage_share"][name] for r in rules]
+        right.bar(list(positions), shares, bottom=bottom, label=name)
+        bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
+    right.set_xticks(list(positions), rules, rotation=30, ha="right")
+    right.set_ylim(0, 1.0)
+    right.set_title("Each reward's share of the advantage")
+    right.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    fig.suptitle(headline(report), fontsize=9, wrap=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)

@@ -1,0 +1,341 @@
+"""``gdpo pilot``: will GDPO (or another rule) train differently from GRPO on my rewards? Answered before training.
+
+Usage::
+
+    gdpo pilot --config recipes/cpu/gdpo/config.yaml                 # the recipe's model, data, rewards, sampling
+    gdpo pilot --config cpu/your_task --prompts 16 --difference 0.05 # any gdpo train flag overrides the recipe
+    gdpo pilot --config cpu/gdpo --time_step                         # and time one training step here
+
+One generation pass, no training: ``--prompts`` prompts of the recipe's data (shuffled with the recipe's seed), each
+with the recipe's ``num_generations`` completions sampled from its start model at its temperature, top-p and
+``max_completion_length`` (vLLM where the recipe uses it and it is installed), scored by the recipe's rewards exactly
+as TRL calls them (conditions applied). Then :mod:`gdpo_trl.results.pilot` measures the rewards, every rule of
+:data:`gdpo_trl.core.rules.RULES` against GRPO, the verdict (docs/pilot.md), the gaming risk and a plan. Written to
+``--pilot_dir`` (default ``<output_dir>-pilot``): ``pilot.json``, ``pilot.md``, ``pilot.png`` and
+``completions.jsonl`` (every completion with its rewards, so each figure can be recomputed). A mistake in the
+arguments is answered as ``gdpo train`` answers it, in one line before torch loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+from gdpo_trl.cli.errors import cli_errors
+from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
+from gdpo_trl.core.errors import InputError, input_stage
+
+DEFAULT_PROMPTS = 8  # 8 groups: a few minutes on the CPU recipes, enough to tell 0.97 from 0.8
+DEFAULT_BATCH = 8  # prompts generated together
+
+
+class PilotParser(OneLineErrors, argparse.ArgumentParser):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = PilotParser(
+        prog="gdpo pilot",
+        description="Sample one batch of groups from a recipe's start model, score them with its rewards, and say "
+        "whether GDPO and the other rules are likely to train differently from GRPO on them. No training.",
+        epilog="Every other flag is a gdpo train flag and overrides the recipe (e.g. --num_generations 16). "
+        "Outputs: pilot.json, pilot.md, pilot.png, completions.jsonl in --pilot_dir.",
+    )
+    parser.add_argument("--config", help="the recipe (a path or a shipped name such as cpu/gdpo); required")
+    parser.add_argument(
+        "--prompts",
+        type=int,
+        default=DEFAULT_PROMPTS,
+        help=f"how many prompts of the recipe's data to sample groups for (default {DEFAULT_PROMPTS}: a few "
+        "minutes on the CPU recipes)",
+    )
+    parser.add_argument(
+        "--difference",
+        type=float,
+        default=0.03,
+        help="the difference of interest on each reward, on a 0..1 scale (scaled to a wider reward's range), for "
+        "the plan's seeds and evaluation size (default 0.03)",
+    )
+    parser.add_argument(
+        "--batch_size", type=int, default=DEFAULT_BATCH, help=f"prompts generated together (default {DEFAULT_BATCH})"
+    )
+    parser.add_argument(
+        "--pilot_dir",
+        default=None,
+        help="where to write the pilot's files (default: the recipe's output_dir + -pilot)",
+    )
+    parser.add_argument(
+        "--time_step",
+        action="store_true",
+        help="also train one step with the recipe (into a scratch folder) and report its time, to price the plan",
+    )
+    read_negative_numbers(parser)
+    return parser
+
+
+def split_argv(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The pilot's own options, and the rest: ``gdpo train``'s arguments (``--config`` included)."""
+    options, rest = build_parser().parse_known_args(argv)
+    if options.config is None:
+        raise InputError("gdpo pilot needs --config RECIPE (a recipe file or a shipped name such as cpu/gdpo)")
+    if options.prompts < 1:
+        raise InputError(f"--prompts must be at least 1, got {options.prompts}")
+    if options.batch_size < 1:
+        raise InputError(f"--batch_size must be at least 1, got {options.batch_size}")
+    if not (math.isfinite(options.difference) and 0 < options.difference <= 1):
+        raise InputError(f"--difference must be in (0, 1] (a share of a reward's range), got {options.difference}")
+    return options, ["--config", options.config, *rest]
+
+
+@cli_errors("gdpo pilot")
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        build_parser().print_help()
+        return
+    from gdpo_trl.cli.first_checks import read_request
+
+    options, train_argv = split_argv(argv)
+    request = read_request(train_argv)  # gdpo train's checks, before torch loads
+    if request.launch:
+        raise InputError(
+            f"gdpo pilot runs in one process: drop the accelerate options {request.launch} (the pilot samples one "
+            "batch; it does not train)"
+        )
+    run_pilot(request.recipe_argv, request.recipe, options)
+
+
+def run_pilot(recipe_argv: list[str], recipe, options) -> dict:
+    """Parse and check the recipe as ``gdpo train`` does, sample, score, measure and write; returns ``pilot.json``."""
+    from gdpo_trl.cli.console import quiet_known_warnings
+    from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.run.checks import check_recipe, fit_to_machine
+
+    quiet_known_warnings()
+    with input_stage("recipe"):
+        script_args, training_args, model_args = parse_args(recipe_argv, recipe=recipe)
+    check_recipe(script_args, training_args, model_args)
+    fit_to_machine(training_args, model_args)
+    out = Path(options.pilot_dir or f"{training_args.output_dir.rstrip('/')}-pilot")
+    sampled = sample_and_score(script_args, training_args, model_args, options.prompts, options.batch_size)
+    report = measure(sampled, training_args, options.difference)
+    if options.time_step:
+        report["step_time"] = time_one_step(script_args, training_args, model_args, out)
+    write_pilot(out, report, sampled)
+    print(pilot_table(report), flush=True)
+    print(f"Pilot written to {out} (pilot.json, pilot.md, pilot.png, completions.jsonl)", flush=True)
+    return report
+
+
+def sample_and_score(script_args, training_args, model_args, prompts: int, batch_size: int) -> dict:
+    """Sample ``num_generations`` completions for ``prompts`` of the recipe's rows and score them as TRL would.
+
+    Returns ``{"names", "weights", "rewards" [N][K] (None: does not apply), "rows", "settings"}``; ``rows`` holds
+    one entry per completion (prompt index, text, tokens, cut, rewards by name).
+    """
+    from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
+    from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.data.sources import environment_factory, load_source_described
+    from gdpo_trl.eval.loading import resolve_model_spec
+    from gdpo_trl.recipe.arguments import build_reward_funcs
+    from gdpo_trl.run.build import source_options
+    from gdpo_trl.run.checks import check_rewards
+    from gdpo_trl.trainer.reward_pipeline import prepare_rewards
+
+    if environment_factory(script_args.dataset_name) is not None:
+        raise InputError(
+            f"gdpo pilot samples single-turn completions; {script_args.dataset_name!r} is a multi-turn agent source "
+            "(its episodes need the environment): pilot a single-turn recipe of the same rewards, or compare over seeds"
+        )
+    reward_funcs = build_reward_funcs(script_args)
+    check_rewards(reward_funcs, training_args)
+    prepared = prepare_rewards(reward_funcs, training_args)
+    if prepared.process_slots:
+        raise InputError(
+            "gdpo pilot compares outcome-level rules; this recipe has a process reward (token-level advantages): "
+            "pilot it with the outcome rewards alone, or compare over seeds"
+        )
+    funcs = prepared.funcs
+    with input_stage("model or dataset", OSError):
+        model_path = resolve_model(model_args.model_name_or_path or "")
+        dataset, _ = load_source_described(script_args.dataset_name, **source_options(script_args))
+    if len(dataset) < prompts:
+        raise InputError(f"--prompts {prompts}: the recipe's data has only {len(dataset)} rows; ask for fewer")
+    dataset = dataset.shuffle(seed=training_args.seed).select(range(prompts))
+    dtype = "auto"
+    if training_args.cpu_dtype is not None and trains_on_cpu(training_args):
+        dtype = cpu_dtype_choice(training_args.cpu_dtype)[0]
+    if training_args.cpu_threads is not None:
+        import torch
+
+        torch.set_num_threads(training_args.cpu_threads)
+    spec = resolve_model_spec(model_path)
+    settings = generation_settings(training_args, batch_size)
+    start = time.perf_counter()
+    completions, backend = generate(spec, list(dataset["prompt"]), settings, dtype, training_args.use_vllm)
+    generation_time = time.perf_counter() - start
+    names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
+    rewards, rows = score(funcs, names, dataset, completions)
+    weights = list(training_args.reward_weights or [1.0] * len(funcs))
+    return {
+        "names": names,
+        "weights": weights,
+        "rewards": rewards,
+        "rows": rows,
+        "settings": {
+            "model": model_args.model_name_or_path,
+            "dataset": script_args.dataset_name,
+            "prompts": prompts,
+            "num_generations": training_args.num_generations,
+            "temperature": settings.temperature,
+            "top_p": settings.top_p,
+            "max_completion_length": settings.max_new_tokens,
+            "seed": training_args.seed,
+            "backend": backend,
+            "dtype": dtype,
+            "multi_objective_aggregation": training_args.multi_objective_aggregation,
+            "generation_time_s": round(generation_time, 2),
+        },
+    }
+
+
+def generation_settings(training_args, batch_size: int):
+    """The recipe's sampling, as ``gdpo eval`` takes it: ``num_generations`` samples per prompt at the recipe's
+    temperature and top-p, ``max_completion_length`` new tokens, seeded with the recipe's seed."""
+    from gdpo_trl.eval.settings import GenerationSettings
+
+    return GenerationSettings(
+        n=training_args.num_generations,
+        temperature=training_args.temperature,
+        top_p=training_args.top_p,
+        max_new_tokens=training_args.max_completion_length,
+        batch_size=batch_size,
+        seed=training_args.seed,
+    )
+
+
+def generate(spec, prompts: list, settings, dtype: str, use_vllm: bool) -> tuple[list, str]:
+    """``gdpo eval``'s generation (:mod:`gdpo_trl.eval.backends`): vLLM where the recipe uses it and it is
+    installed, else transformers' ``generate``. Returns the completions per prompt and the backend used."""
+    from gdpo_trl.eval.backends import generate_transformers, generate_vllm, vllm_available
+    from gdpo_trl.eval.loading import load_transformers_model
+
+    if use_vllm and vllm_available():
+        completions, _ = generate_vllm(spec, prompts, settings, dtype)
+        return completions, "vllm"
+    model, tokenizer = load_transformers_model(spec, dtype)
+    return generate_transformers(model, tokenizer, prompts, settings), "transformers"
+
+
+def score(funcs: list, names: list[str], dataset, completions: list[list]) -> tuple[list[list], list[dict]]:
+    """Each reward called once over every completion, with TRL 1.16's arguments: ``prompts``, ``completions``
+    (conversational for chat prompts), ``completion_ids``, every other dataset column, ``trainer_state`` (a fresh
+    one), ``log_extra`` and ``log_metric`` (no-ops here). Returns ``rewards`` ``[N][K]`` (None kept) and the rows."""
+    from transformers import TrainerState
+
+    prompts, columns, texts, ids, meta = [], {c: [] for c in dataset.column_names if c != "prompt"}, [], [], []
+    for index, (row, group) in enumerate(zip(dataset, completions, strict=True)):
+        for completion in group:
+            prompts.append(row["prompt"])
+            for column in columns:
+                columns[column].append(row[column])
+            chat = isinstance(row["prompt"], list)
+            texts.append([{"role": "assistant", "content": completion.text}] if chat else completion.text)
+            ids.append(list(completion.token_ids))
+            meta.append((index, completion))
+    state = TrainerState()
+    scored = [
+        func(
+            prompts=prompts,
+            completions=texts,
+            completion_ids=ids,
+            trainer_state=state,
+            log_extra=lambda *a, **k: None,
+            log_metric=lambda *a, **k: None,
+            **columns,
+        )
+        for func in funcs
+    ]
+    rewards = [[scored[k][i] for k in range(len(funcs))] for i in range(len(texts))]
+    rows = [
+        {
+            "prompt_index": index,
+            "completion": completion.text,
+            "num_tokens": completion.num_tokens,
+            "truncated": completion.truncated,
+            "rewards": dict(zip(names, values, strict=True)),
+        }
+        for (index, completion), values in zip(meta, rewards, strict=True)
+    ]
+    return rewards, rows
+
+
+def measure(sampled: dict, training_args, difference: float) -> dict:
+    """Every figure of the report from the sampled rewards (:mod:`gdpo_trl.results.pilot`)."""
+    import torch
+
+    from gdpo_trl.results.pilot import pilot_figures, plan
+
+    matrix = torch.tensor(
+        [[math.nan if v is None else float(v) for v in row] for row in sampled["rewards"]], dtype=torch.float64
+    )
+    options = {"gd2po": {"threshold": training_args.gd2po_threshold}}
+    figures = pilot_figures(matrix, sampled["names"], sampled["weights"], training_args.num_generations, options)
+    tokens = [row["num_tokens"] for row in sampled["rows"]]
+    settings = {
+        **sampled["settings"],
+        "completions": len(tokens),
+        "mean_tokens": sum(tokens) / len(tokens),
+        "truncated_share": sum(row["truncated"] for row in sampled["rows"]) / len(tokens),
+        "reward_names": sampled["names"],
+        "reward_weights": sampled["weights"],
+    }
+    return {"settings": settings, **figures, "plan": plan(figures["rewards"], difference)}
+
+
+def time_one_step(script_args, training_args, model_args, out: Path) -> dict:
+    """Train one step with the recipe into ``out/step`` (nothing saved) and return its time and the cost of the
+    recipe's ``max_steps`` at that rate."""
+    import copy
+
+    from gdpo_trl.run.build import train_run
+
+    args = copy.deepcopy(training_args)
+    args.output_dir, args.max_steps, args.save_strategy = str(out / "step"), 1, "no"
+    args.overwrite_output_dir, args.report_to = True, []
+    start = time.perf_counter()
+    train_run(script_args, args, model_args, save_model=False)
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": round(seconds, 1),
+        "max_steps": training_args.max_steps,
+        "run_hours": round(seconds * training_args.max_steps / 3600, 2),
+    }
+
+
+def write_pilot(out: Path, report: dict, sampled: dict) -> None:
+    from gdpo_trl.results.pilot import plot_pilot, report_markdown
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pilot.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (out / "pilot.md").write_text(report_markdown(report), encoding="utf-8")
+    with open(out / "completions.jsonl", "w", encoding="utf-8") as file:
+        for row in sampled["rows"]:
+            file.write(json.dumps(row) + "\n")
+    plot_pilot(report, out / "pilot.png")
+
+
+def pilot_table(report: dict) -> str:
+    from gdpo_trl.results.pilot import report_text
+
+    return report_text(report)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    main()
