@@ -87,13 +87,14 @@ def run_config(args, recipe: str, shared: dict, method: str, seed: int):
 
 def train_one(args, recipe: str, shared: dict, method: str, seed: int) -> float:
     """One run, built and trained by :func:`gdpo_trl.run.build.train_run` as ``gdpo train`` would (every check,
-    the output-folder guard); only the final model is not saved. Returns its wall time in seconds."""
+    the output-folder guard); the final model is saved only with --save_models (to evaluate each run with gdpo
+    eval). Returns its wall time in seconds."""
     from gdpo_trl.cli.console import use_compact_progress
     from gdpo_trl.run.build import train_run
 
     script, training, model, rewards = run_config(args, recipe, shared, method, seed)
     start = time.perf_counter()
-    train_run(script, training, model, rewards, on_built=use_compact_progress, save_model=False)
+    train_run(script, training, model, rewards, on_built=use_compact_progress, save_model=args.save_models)
     return time.perf_counter() - start
 
 
@@ -109,12 +110,15 @@ def main(argv=None):
 
 
 def compare(args) -> None:
-    """Train every run (unless --skip_training), then write the table and the plot."""
+    """Train every run (unless --skip_training), then write the table and the plot: what the seeds can show first
+    (:func:`gdpo_trl.results.seed_power.caveat`), the methods' curves, their differences by Welch's interval, and
+    per-problem paired tests where every run has an evaluation beside it."""
     recipe = find_recipe(args.config)
     read_recipe(recipe)  # a recipe that cannot be read fails before torch and TRL are imported
     from gdpo_trl.recipe.arguments import build_reward_funcs
     from gdpo_trl.results.compare import (
         CONFLICT_KEYS,
+        LABELS,
         METHODS,
         OUTCOME_ONLY,
         collect,
@@ -124,7 +128,9 @@ def compare(args) -> None:
         plot_comparison,
         run_dir,
     )
+    from gdpo_trl.results.paired import paired_table, shared_evaluations
     from gdpo_trl.results.runs import load_run, reward_key
+    from gdpo_trl.results.seed_power import caveat, differences_table, seed_plan
     from gdpo_trl.rewards import reward_name
     from gdpo_trl.run.resume_settings import saved_record
 
@@ -146,7 +152,20 @@ def compare(args) -> None:
     names = logged_reward_names(names, [load_run(run_dir(out_dir, m, s)) for m in args.methods for s in args.seeds])
     metrics = [reward_key(n) for n in names] + ["reward", *CONFLICT_KEYS]
     curves = [collect(out_dir, m, args.seeds, metrics) for m in args.methods]
-    table = comparison_table(curves, names + ["reward"] * total, gain=args.gain, window=args.window, tail=args.window)
+    compared = names + ["reward"] * total
+    table = comparison_table(curves, compared, gain=args.gain, window=args.window, tail=args.window)
+    differences = differences_table(curves, compared, args.window, LABELS)
+    if differences:
+        reference = LABELS.get(args.methods[0], args.methods[0])
+        table += (
+            f"\n\nDifferences of the final values from {reference} (the first method), with Welch's t 95% interval "
+            "and Holm's adjusted p across the rewards:\n\n" + differences
+        )
+    scores, no_pairs = shared_evaluations(out_dir, args.methods, args.seeds)
+    if scores:  # every run evaluated on one shared set (gdpo eval into eval-<method>-seed<N>/)
+        table += "\n\nPer problem, paired:\n\n" + paired_table(scores, args.methods, args.seeds, LABELS)
+    elif no_pairs:
+        table += "\n\n" + no_pairs
     conflicts = conflict_table(curves)
     if conflicts:  # how often the rewards disagreed, and what GD2PO masks (docs/gd2po.md)
         table += "\n\nConflicts (each run's mean over its steps, then mean ± std over seeds):\n\n" + conflicts
@@ -166,10 +185,12 @@ def compare(args) -> None:
     )
     if wall:
         header += f" Wall time {sum(wall.values()) / 60:.1f} min for {len(wall)} runs."
-    (out_dir / "comparison.md").write_text(header + "\n\n" + table + "\n")
+    # What these seeds can show opens the table: a one-seed table read as a ranking is the mistake it prevents.
+    opening = caveat(seed_plan(curves, compared, args.window, args.difference))
+    (out_dir / "comparison.md").write_text(opening + "\n\n" + header + "\n\n" + table + "\n")
     title = header.split(";")[0]
     plot_comparison(curves, names, out_dir / "comparison.png", window=args.window, title=title, total=total)
-    print(header + "\n\n" + table)
+    print(opening + "\n\n" + header + "\n\n" + table)
     print(f"\nwrote {out_dir / 'comparison.md'} and {out_dir / 'comparison.png'}")
 
 

@@ -8,6 +8,13 @@ and gdpo_outcome_only, which keeps the recipe's process rewards only as logged s
 every prompt once, logs every step and uses the machine's accelerator if it has one. Writes, under --output_dir: one
 folder per run (with its ``trainer_state.json``), ``comparison.md`` (the table) and ``comparison.png``.
 
+The table opens with what its seeds can show: below the seeds per arm that --difference needs on every reward (80%
+power, Welch's test at Holm's strictest level across the rewards, at the spread between the seeds' finals), it says
+so first. Differences from the first method are read by Welch's t 95% interval (a percentile bootstrap as a second
+reading from 8 seeds per arm up). Where every run was evaluated on one shared set (--save_models, then gdpo eval of
+each run into --output_dir/eval-<method>-seed<N>/, then --skip_training), per-problem paired tests follow: McNemar's
+exact test for 0/1 rewards, a paired t-test otherwise.
+
     gdpo compare                                   # CPU default: 3 methods x 3 seeds
     gdpo compare --scale 4 --seeds 0 1 2 3 4       # longer, larger batches (for a GPU)
     gdpo compare --config recipes/cpu/toolcall_gdpo/config.yaml --output_dir outputs/compare-toolcall
@@ -69,10 +76,24 @@ def build_parser() -> CompareParser:
     parser.add_argument("--cpu_threads", type=int, help=f"torch CPU threads {recipe}")
     parser.add_argument("--scale", type=int, default=1, help="multiply steps and prompts per step (GPU runs)")
     parser.add_argument("--model", help=f"model name or path {recipe}: model_name_or_path")
-    parser.add_argument("--gain", type=float, default=0.1, help="'steps to reach' target: start value + gain")
+    parser.add_argument(
+        "--gain", type=float, default=0.1, help="'steps to reach' target: start + gain x the reward's range seen"
+    )
+    parser.add_argument(
+        "--difference",
+        type=float,
+        default=0.03,
+        help="the difference of interest on each reward: the seeds per arm it needs open the table (80%% power, "
+        "Holm across the rewards)",
+    )
     parser.add_argument("--window", type=int, default=5, help="smoothing window (steps) for the plot and targets")
     parser.add_argument("--output_dir", default="outputs/compare")
     parser.add_argument("--skip_training", action="store_true", help="only rebuild table and plot from --output_dir")
+    parser.add_argument(
+        "--save_models",
+        action="store_true",
+        help="save each run's final model in its folder, to evaluate it with gdpo eval (for the paired tests)",
+    )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an earlier comparison.md and .png (refused without it)"
     )
@@ -94,6 +115,9 @@ def check_flags(args) -> None:
         value = getattr(args, flag[2:])
         if value is not None and value < minimum:
             raise InputError(f"{flag} {value}: must be at least {minimum}.")
+    for flag in ("--gain", "--difference"):
+        if not getattr(args, flag[2:]) > 0:
+            raise InputError(f"{flag} {getattr(args, flag[2:])}: must be a number > 0.")
     if args.learning_rate is not None and not args.learning_rate >= 0:
         raise InputError(f"--learning_rate {args.learning_rate}: must be a number >= 0.")
     if not args.seeds:

@@ -121,36 +121,55 @@ def final_label(tail: int, steps: int) -> str:
     return "final (last step)" if tail == 1 else f"final (last {tail} steps)"
 
 
+def metric_key(name: str) -> str:
+    """The log key of a compared reward, or of the total (``reward``)."""
+    return "reward" if name == "reward" else reward_key(name)
+
+
+def reward_range(curves: list[MethodCurves], key: str) -> float:
+    """A reward's range as these runs saw it: the largest minus the smallest of its logged per-step batch means over
+    every run of every method (a reward's possible range is not logged; this puts a 0..5 reward and a 0/1 one on a
+    comparable footing, so a threshold that is a share of it means the same for both)."""
+    values = [v for c in curves if key in c.values for run in c.values[key] for v in run]
+    return max(values) - min(values) if values else 0.0
+
+
 def comparison_table(
     curves: list[MethodCurves], reward_names: list[str], *, gain: float, window: int, tail: int
 ) -> str:
     """Markdown: per method and reward, the final value (mean of the last ``tail`` logged steps, all of them in a
     shorter run; mean ± std over seeds), the start value (step 1: before any update, so the same for every method of
-    a seed), steps to reach start + ``gain`` (smoothed over ``window`` steps; seeds that never reach it are counted
-    as such), and the area under the curve per step (the mean level over training). Methods whose runs logged the
+    a seed), the reward's range in these runs (:func:`reward_range`), steps to reach start + ``gain`` of that range
+    (smoothed over ``window`` steps; seeds that never reach it are counted as such; ``-`` for a reward that did not
+    move), and the area under the curve per step (the mean level over training). Methods whose runs logged the
     same rewards at every step get a note under the table (:func:`identical_note`)."""
     steps = min((len(c.steps) for c in curves), default=0)
     lines = [
-        f"| method | reward | start | {final_label(tail, steps)} | steps to start+{gain:g} | mean level (AUC/steps) |",
-        "|---|---|---:|---:|---:|---:|",
+        f"| method | reward | start | {final_label(tail, steps)} | range seen | steps to start + {gain:.0%} of range "
+        "| mean level (AUC/steps) |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
+    ranges = {name: reward_range(curves, metric_key(name)) for name in reward_names}
     for c in curves:
         for name in reward_names:
-            key = reward_key(name) if name != "reward" else "reward"
+            key = metric_key(name)
             if key not in c.values:
                 continue
             per_seed = c.values[key]
             start = statistics.mean(v[0] for v in per_seed)
             finals = [statistics.mean(v[-tail:]) for v in per_seed]
-            reached = [steps_to_reach(c.steps, v, v[0] + gain, window) for v in per_seed]
+            reached = [steps_to_reach(c.steps, v, v[0] + gain * ranges[name], window) for v in per_seed]
             hit = [r for r in reached if r is not None]
-            reach = (
-                f"{statistics.mean(hit):.1f} ({len(hit)}/{len(reached)} seeds)" if hit else f"never (0/{len(reached)})"
-            )
+            if ranges[name] == 0:
+                reach = "-"  # no reward moved: no threshold to reach
+            elif hit:
+                reach = f"{statistics.mean(hit):.1f} ({len(hit)}/{len(reached)} seeds)"
+            else:
+                reach = f"never (0/{len(reached)})"
             levels = [curve_stats(list(zip(c.steps, v, strict=True))).mean_level for v in per_seed]
             lines.append(
-                f"| {LABELS.get(c.method, c.method)} | {name} | {start:.3f} | {_mean_spread(finals)} | {reach} | "
-                f"{_mean_spread(levels)} |"
+                f"| {LABELS.get(c.method, c.method)} | {name} | {start:.3f} | {_mean_spread(finals)} | "
+                f"{ranges[name]:.3f} | {reach} | {_mean_spread(levels)} |"
             )
     note = identical_note(curves)
     return "\n".join(lines) + (f"\n\n{note}" if note else "")
@@ -183,19 +202,29 @@ CONFLICT_KEYS = (
     "conflict/kept_share",
     "conflict/group_keep_ratio_min",
 )
+# What GD2PO's rule masks and keeps: every run logs the masked share (what GD2PO *would* mask), but only a GD2PO run
+# masks anything, so these are shown for GD2PO runs alone (a GDPO row's "masked" share reads as if it masked).
+GD2PO_KEYS = CONFLICT_KEYS[1:]
+GD2PO = "gd2po"
 
 
 def conflict_table(curves: list[MethodCurves]) -> str:
-    """Markdown: per method, how often its rollouts' rewards conflicted (``conflict/share``), the share GD2PO's rule
-    masks or would mask (``conflict/masked_share``), and under GD2PO what it kept: each run's mean over its logged
-    steps, then mean ± std over seeds; ``-`` where a method did not log the metric. Empty when no run logged any
-    (a single reward, or process rewards)."""
-    keys = [k for k in CONFLICT_KEYS if any(k in c.values for c in curves)]
+    """Markdown: per method, how often its rollouts' rewards conflicted (``conflict/share``) and, for GD2PO's runs
+    only, the share its rule masked (``conflict/masked_share``) and what it kept: each run's mean over its logged
+    steps, then mean ± std over seeds; ``-`` where a method did not log the metric, and in GD2PO's columns for every
+    other method. Empty when no run logged any (a single reward, or process rewards)."""
+    shown = [c for c in curves if c.method == GD2PO]
+    keys = [k for k in CONFLICT_KEYS if any(k in c.values for c in (shown if k in GD2PO_KEYS else curves))]
     if not keys:
         return ""
     lines = ["| method | " + " | ".join(f"`{k}`" for k in keys) + " |", "|---|" + "---:|" * len(keys)]
     for c in curves:
-        cells = [_mean_spread([statistics.fmean(v) for v in c.values[k]]) if k in c.values else "-" for k in keys]
+        cells = [
+            _mean_spread([statistics.fmean(v) for v in c.values[k]])
+            if k in c.values and (c.method == GD2PO or k not in GD2PO_KEYS)
+            else "-"
+            for k in keys
+        ]
         lines.append(f"| {LABELS.get(c.method, c.method)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -203,21 +232,32 @@ def conflict_table(curves: list[MethodCurves]) -> str:
 def plot_comparison(
     curves: list[MethodCurves], reward_names: list[str], out_png: Path, *, window: int, title: str, total: bool = True
 ):
+    """Write :func:`comparison_figure` to ``out_png``."""
+    comparison_figure(curves, reward_names, window=window, title=title, total=total).savefig(out_png, dpi=110)
+    return out_png
+
+
+def comparison_figure(
+    curves: list[MethodCurves], reward_names: list[str], *, window: int, title: str, total: bool = True
+):
     """One panel per reward (and the total, with ``total``): each method's mean curve over seeds, with a min-max
-    band."""
+    band; ticks at whole steps only, one legend below the panels (outside every axis, so it covers no line)."""
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
     panels = [n for n in reward_names if any(reward_key(n) in c.values for c in curves)] + ["reward"] * total
     # One row of up to three panels; more wrap onto further rows (four as 2 x 2), so the figure stays readable.
     columns = 2 if len(panels) == 4 else min(len(panels), 3)
     rows = -(-len(panels) // columns)
-    fig = Figure(figsize=(4.2 * columns, 3.6 * rows), layout="constrained")
+    fig = Figure(figsize=(4.2 * columns, 3.6 * rows + 0.5), layout="constrained")  # + the legend below
     grid = fig.subplots(rows, columns, squeeze=False)
     for ax in grid.flat[len(panels) :]:
         ax.set_visible(False)
     axes = list(grid.flat[: len(panels)])
+    colors = {c.method: f"C{i % 10}" for i, c in enumerate(curves)}  # one colour per method in every panel
     for ax, name in zip(axes, panels, strict=True):
-        key = "reward" if name == "reward" else reward_key(name)
+        key = metric_key(name)
         for c in curves:
             if key not in c.values:
                 continue
@@ -225,14 +265,16 @@ def plot_comparison(
             mean = [statistics.mean(col) for col in zip(*runs, strict=True)]
             low = [min(col) for col in zip(*runs, strict=True)]
             high = [max(col) for col in zip(*runs, strict=True)]
-            (line,) = ax.plot(c.steps, mean, label=LABELS.get(c.method, c.method))
-            ax.fill_between(c.steps, low, high, color=line.get_color(), alpha=0.15)
+            ax.plot(c.steps, mean, color=colors[c.method])
+            ax.fill_between(c.steps, low, high, color=colors[c.method], alpha=0.15)
         ax.set_title("total reward" if name == "reward" else name)
         ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: no 2.5-step ticks on short runs
         ax.grid(alpha=0.3)
     for row in grid:
         row[0].set_ylabel(f"mean over seeds (smoothed {window}),\nband = min-max")
-    axes[-1].legend(loc="lower right")
+    handles = [Line2D([], [], color=colors[c.method], linewidth=1.5) for c in curves]
+    labels = [LABELS.get(c.method, c.method) for c in curves]
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(curves), 4))
     fig.suptitle(title)
-    fig.savefig(out_png, dpi=110)
-    return out_png
+    return fig

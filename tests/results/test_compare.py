@@ -29,9 +29,15 @@ def test_comparison_table_hand_values():
         )
     ]
     table = comparison_table(curves, ["format_reward"], gain=0.3, window=1, tail=1)
-    # start: mean(0.0, 0.2) = 0.1; finals 1.0 and 0.6 -> 0.800 ± 0.283; seed 1 reaches 0.3 at step 2, seed 2 (0.5)
-    # at step 3 -> mean 2.5; mean levels: (0.25+0.75)/2 = 0.5 and (0.2+0.4)/2 = 0.3 -> 0.400 ± 0.141.
-    assert "| GDPO | format_reward | 0.100 | 0.800 ± 0.283 | 2.5 (2/2 seeds) | 0.400 ± 0.141 |" in table
+    # start: mean(0.0, 0.2) = 0.1; finals 1.0 and 0.6 -> 0.800 ± 0.283; range seen 1.0 - 0.0, so the target is
+    # start + 0.3: seed 1 reaches 0.3 at step 2, seed 2 (0.5) at step 3 -> mean 2.5; mean levels:
+    # (0.25+0.75)/2 = 0.5 and (0.2+0.4)/2 = 0.3 -> 0.400 ± 0.141.
+    assert "| GDPO | format_reward | 0.100 | 0.800 ± 0.283 | 1.000 | 2.5 (2/2 seeds) | 0.400 ± 0.141 |" in table
+    # The threshold is a share of the reward's range: the same reward on a 0..5 scale reaches it at the same steps.
+    five = [MethodCurves("gdpo", [1, 2, 3], {"rewards/format_reward/mean": [[0.0, 2.5, 5.0], [1.0, 1.0, 3.0]]})]
+    assert "| 5.000 | 2.5 (2/2 seeds) |" in comparison_table(five, ["format_reward"], gain=0.3, window=1, tail=1)
+    flat = [MethodCurves("gdpo", [1, 2], {"rewards/format_reward/mean": [[1.0, 1.0]]})]
+    assert "| 0.000 | - |" in comparison_table(flat, ["format_reward"], gain=0.1, window=1, tail=1)  # nothing moved
 
 
 def test_a_short_comparison_says_what_its_final_column_covers_and_why_its_methods_agree():
@@ -40,8 +46,11 @@ def test_a_short_comparison_says_what_its_final_column_covers_and_why_its_method
     same = {"rewards/format_reward/mean": [[0.5, 0.5, 0.6]], "reward": [[1.5, 1.4, 1.6]]}
     curves = [MethodCurves(m, [1, 2, 3], same) for m in ("grpo", "grpo_no_std", "gdpo")]
     table = comparison_table(curves, ["format_reward"], gain=0.1, window=5, tail=5)
-    assert table.splitlines()[0].startswith("| method | reward | start | final (all 3 steps) | steps to start+0.1 |")
-    assert "| GDPO | format_reward | 0.500 | 0.533 | never (0/1) | 0.525 |" in table  # final: all three steps
+    assert table.splitlines()[0].startswith(
+        "| method | reward | start | final (all 3 steps) | range seen | steps to start + 10% of range |"
+    )
+    # final: all three steps; the range 0.1 puts the target at 0.51, which the smoothed 0.533 of step 3 reaches.
+    assert "| GDPO | format_reward | 0.500 | 0.533 | 0.100 | 3.0 (1/1 seeds) | 0.525 |" in table
     assert "Note: GRPO, GRPO w/o std and GDPO logged the same rewards at every step." in table
     curves[2] = MethodCurves("gdpo", [1, 2, 3], {**same, "reward": [[1.5, 1.4, 1.7]]})  # GDPO parts from them
     table = comparison_table(curves, ["format_reward"], gain=0.1, window=5, tail=5)
@@ -68,7 +77,36 @@ def test_conflict_table_hand_values():
     assert table[0] == "| method | `conflict/share` | `conflict/masked_share` | `conflict/kept_share` |"
     # GDPO: each seed's mean over steps is 0.5 -> 0.500 ± 0.000; one seed prints its mean alone.
     assert table[2:] == ["| GDPO | 0.500 ± 0.000 | - | - |", "| GD2PO | 0.500 | 0.125 | 0.875 |"]
+    # Every run logs what GD2PO would mask; only a GD2PO run masks, so only its rows (and only with one) show it.
+    gdpo.values["conflict/masked_share"] = [[0.25, 0.25], [0.0, 0.5]]
+    assert conflict_table([gdpo, MethodCurves("gd2po", [1, 2], shares)]).splitlines()[2] == (
+        "| GDPO | 0.500 ± 0.000 | - | - |"
+    )
+    assert conflict_table([gdpo]).splitlines() == [
+        "| method | `conflict/share` |",
+        "|---|---:|",
+        "| GDPO | 0.500 ± 0.000 |",
+    ]
     assert conflict_table([MethodCurves("grpo", [1], {"rewards/f/mean": [[1.0]]})]) == ""  # one reward: no table
+
+
+def test_the_plot_ticks_whole_steps_and_keeps_its_legend_off_the_lines():
+    from gdpo_trl.results.compare import comparison_figure
+
+    values = {"rewards/format_reward/mean": [[0.1, 0.4, 0.5]], "reward": [[0.1, 0.4, 0.5]]}
+    curves = [MethodCurves(m, [1, 2, 3], values) for m in ("grpo", "gdpo")]
+    fig = comparison_figure(curves, ["format_reward"], window=1, title="t")
+    fig.canvas.draw()  # ticks are placed at draw time
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(axes) == 2
+    for ax in axes:
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(t == int(t) for t in ticks), ticks  # no 1.5-step ticks on a 3-step run
+        assert ax.get_legend() is None  # no legend inside a panel, over its lines
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["GRPO", "GDPO"]
+    box, panels = legend.get_window_extent(), [ax.get_window_extent() for ax in axes]
+    assert all(box.y1 <= panel.y0 for panel in panels)  # below every panel
 
 
 def test_compared_rewards_are_those_logged_in_the_recipes_order():
@@ -248,6 +286,7 @@ def test_two_step_comparison_of_another_recipe(recipe, model, methods, rows, tot
         assert all(f"rewards/{rows[-1]}/mean" in entry for entry in steps)
     assert f"recipe {_recipe(recipe)}" in table and "2 steps of 2 prompts x 2 completions" in table
     assert "; 1 seed [0]; " in table
+    assert table.startswith("**1 seed per arm: this comparison cannot show a difference between the methods**")
     # Outcome rewards: every method's conflict share, and GD2PO's kept share (process rewards log none yet, so of
     # gdpo_process's methods only the outcome-only one logs them).
     conflicts = [line for line in table.splitlines() if line.startswith("| method | `conflict/share`")]
