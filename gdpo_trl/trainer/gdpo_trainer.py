@@ -41,6 +41,7 @@ from gdpo_trl.core.rules import RULES, rule_advantages, rule_for_settings
 from gdpo_trl.data.prompt_rows import check_train_rows
 from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
 from gdpo_trl.trainer.fast_sampling import exact_sampling
+from gdpo_trl.trainer.gaming_watch import GamingWatch
 from gdpo_trl.trainer.lora_generation import check_merge_for_generation, lora_merged_for_generation
 from gdpo_trl.trainer.reward_pipeline import RewardWatch, prepare_rewards
 from gdpo_trl.trainer.safe_saves import StagedSaves
@@ -147,6 +148,7 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
         self._process_slots = rewards.process_slots
         self._reward_watch = RewardWatch(self.reward_funcs, self.reward_func_names)
         self._tool_watch = ToolWatch([t.__name__ for t in self.tools], args.tool_timeout) if self.tools else None
+        self.add_callback(GamingWatch(self))  # easy rewards collected without the hard one (docs/gaming.md)
         if args.merge_lora_for_generation:  # LoRA layers to merge, whole weights on this process
             check_merge_for_generation(
                 self.accelerator.unwrap_model(self.model), sharded=self.is_deepspeed_enabled or self.is_fsdp_enabled

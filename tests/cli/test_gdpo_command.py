@@ -31,11 +31,12 @@ def split_launch_args(argv: list[str]) -> tuple[list[str], list[str]]:
 def test_help_lists_every_subcommand(capsys):
     assert gdpo(["--help"]) == 0
     out = capsys.readouterr().out
-    assert all(name in out for name in ("train", "eval", "compare", "plot", "recipes")) and set(SUBCOMMANDS) == {
+    assert all(name in out for name in ("train", "eval", "compare", "plot", "gaming", "recipes")) and set(SUBCOMMANDS) == {
         "train",
         "eval",
         "compare",
         "plot",
+        "gaming",
         "recipes",
     }
 
