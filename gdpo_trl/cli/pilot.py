@@ -135,7 +135,7 @@ def run_pilot(recipe_argv: list[str], recipe, options) -> dict:
 def sample_and_score(script_args, training_args, model_args, prompts: int, batch_size: int) -> dict:
     """Sample ``num_generations`` completions for ``prompts`` of the recipe's rows and score them as TRL would.
 
-    Returns ``{"names", "weights", "rewards" [N][K] (None: does not apply), "rows", "settings"}``; ``rows`` holds
+    Returns ``{"funcs", "names", "weights", "rewards" [N][K] (None: does not apply), "rows", "settings"}``; ``rows`` holds
     one entry per completion (prompt index, text, tokens, cut, rewards by name).
     """
     from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
@@ -147,11 +147,7 @@ def sample_and_score(script_args, training_args, model_args, prompts: int, batch
     from gdpo_trl.run.checks import check_rewards
     from gdpo_trl.trainer.reward_pipeline import prepare_rewards
 
-    if environment_factory(script_args.dataset_name) is not None:
-        raise InputError(
-            f"gdpo pilot samples single-turn completions; {script_args.dataset_name!r} is a multi-turn agent source "
-            "(its episodes need the environment): pilot a single-turn recipe of the same rewards, or compare over seeds"
-        )
+    environments = environment_factory(script_args.dataset_name)  # an agent source: multi-turn episodes
     reward_funcs = build_reward_funcs(script_args)
     check_rewards(reward_funcs, training_args)
     prepared = prepare_rewards(reward_funcs, training_args)
@@ -176,13 +172,20 @@ def sample_and_score(script_args, training_args, model_args, prompts: int, batch
         torch.set_num_threads(training_args.cpu_threads)
     spec = resolve_model_spec(model_path)
     settings = generation_settings(training_args, batch_size)
-    start = time.perf_counter()
-    completions, backend = generate(spec, list(dataset["prompt"]), settings, dtype, training_args.use_vllm)
-    generation_time = time.perf_counter() - start
     names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
-    rewards, rows = score(funcs, names, dataset, completions)
-    weights = list(training_args.reward_weights or [1.0] * len(funcs))
+    start = time.perf_counter()
+    if environments is not None:
+        turns = (training_args.max_tool_calling_iterations or 3) + 1  # TRL's iterations, plus the first turn
+        by_name = dict(zip(names, funcs, strict=True))
+        rewards, rows, names, backend = episodes(spec, dataset, environments, settings, by_name, dtype, turns)
+    else:
+        completions, backend = generate(spec, list(dataset["prompt"]), settings, dtype, training_args.use_vllm)
+        rewards, rows = score(funcs, names, dataset, completions)
+    generation_time = time.perf_counter() - start
+    # An environment's own get_reward joins the rewards with weight 1, as TRL appends it.
+    weights = list(training_args.reward_weights or [1.0] * len(funcs)) + [1.0] * (len(names) - len(funcs))
     return {
+        "funcs": funcs,
         "names": names,
         "weights": weights,
         "rewards": rewards,
@@ -232,6 +235,35 @@ def generate(spec, prompts: list, settings, dtype: str, use_vllm: bool) -> tuple
     return generate_transformers(model, tokenizer, prompts, settings), "transformers"
 
 
+def episodes(
+    spec, dataset, environments, settings, funcs: dict, dtype: str, max_turns: int
+) -> tuple[list, list, list, str]:
+    """An agent source's groups: multi-turn episodes rolled out as TRL's tool loop does and scored by the training
+    rewards and the environment's ``get_reward`` (:func:`gdpo_trl.eval.agent.generate_and_score_episodes`).
+    Returns ``rewards`` ``[N][K]``, the rows, the reward names (with the environment's) and the backend."""
+    from gdpo_trl.eval.agent import generate_and_score_episodes
+
+    problems, _, _ = generate_and_score_episodes(
+        spec, dataset, environments, settings, funcs, dtype=dtype, max_turns=max_turns
+    )
+    names = list(problems[0]["rewards"][0])
+    rewards, rows = [], []
+    for problem in problems:
+        for i, messages in enumerate(problem["completions"]):
+            values = problem["rewards"][i]
+            rewards.append([values[n] for n in names])
+            rows.append(
+                {
+                    "prompt_index": problem["index"],
+                    "completion": messages,
+                    "num_tokens": problem["num_tokens"][i],
+                    "truncated": problem["truncated"][i],
+                    "rewards": values,
+                }
+            )
+    return rewards, rows, names, "transformers (multi-turn episodes)"
+
+
 def score(funcs: list, names: list[str], dataset, completions: list[list]) -> tuple[list[list], list[dict]]:
     """Each reward called once over every completion, with TRL 1.16's arguments: ``prompts``, ``completions``
     (conversational for chat prompts), ``completion_ids``, every other dataset column, ``trainer_state`` (a fresh
@@ -279,12 +311,12 @@ def measure(sampled: dict, training_args, difference: float) -> dict:
     """Every figure of the report from the sampled rewards (:mod:`gdpo_trl.results.pilot`)."""
     import torch
 
-    from gdpo_trl.results.pilot import pilot_figures, plan
+    from gdpo_trl.results.pilot import options_for_rules, pilot_figures, plan
 
     matrix = torch.tensor(
         [[math.nan if v is None else float(v) for v in row] for row in sampled["rewards"]], dtype=torch.float64
     )
-    options = {"gd2po": {"threshold": training_args.gd2po_threshold}}
+    options = options_for_rules(sampled["funcs"], sampled["names"], training_args)
     figures = pilot_figures(matrix, sampled["names"], sampled["weights"], training_args.num_generations, options)
     tokens = [row["num_tokens"] for row in sampled["rows"]]
     settings = {

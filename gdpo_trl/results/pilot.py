@@ -27,7 +27,8 @@ import torch
 
 from gdpo_trl.core.advantages import center_per_group, gdpo_reward_terms, in_groups
 from gdpo_trl.core.diagnostics import advantage_shares, conflict_diagnostics, group_has_spread
-from gdpo_trl.core.rules import RULES, rule_advantages
+from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.rules import RULES, rule_advantages, rule_options_for, rule_parts
 
 TIE = 1e-6  # advantages closer than this are one value (batch normalization leaves float noise)
 BASELINE = "grpo"
@@ -46,6 +47,7 @@ VERDICT_RULE = (
     f"moved by < {SAME_SHARE_SHIFT}; otherwise may differ slightly. No group with spread: no signal for any rule."
 )
 LIKELY, SLIGHT, UNLIKELY, NO_SIGNAL = "likely", "slight", "unlikely", "no signal"
+NOT_APPLIED = "not applied"  # a rule these rewards cannot take (e.g. ODRPO's thresholds for a reward without a range)
 
 
 def reward_summary(rewards: torch.Tensor, names: Sequence[str], num_generations: int) -> dict[str, dict]:
@@ -131,11 +133,21 @@ def rule_against_baseline(
 
 
 def reward_shares(
-    rule: str, rewards: torch.Tensor, weights: torch.Tensor, names: Sequence[str], num_generations: int
+    rule: str,
+    rewards: torch.Tensor,
+    weights: torch.Tensor,
+    names: Sequence[str],
+    num_generations: int,
+    options: dict | None = None,
 ) -> dict[str, float]:
-    """Each reward's share of the rule's advantage mass: its weighted per-reward parts (``Rule.per_reward``: each
-    reward normalized within its group, or centered) as :func:`gdpo_trl.core.diagnostics.advantage_shares`."""
-    if RULES[rule].per_reward == "normalized":
+    """Each reward's share of the rule's advantage mass: its weighted per-reward parts as
+    :func:`gdpo_trl.core.diagnostics.advantage_shares` takes them: the rule's own (``rule_parts``, e.g. SAW's
+    weights from the batch) where it has them, else ``Rule.per_reward``'s (each reward normalized within its group,
+    or centered)."""
+    parts = rule_parts(rule, rewards, weights, num_generations, options or {})
+    if parts is not None:
+        terms, weights = parts
+    elif RULES[rule].per_reward == "normalized":
         terms = gdpo_reward_terms(rewards, num_generations)
     else:
         terms = center_per_group(rewards, num_generations)
@@ -158,6 +170,7 @@ VERDICT_WORDS = {
     SLIGHT: "may train slightly differently",
     UNLIKELY: "unlikely to train differently",
     NO_SIGNAL: "no group has any spread: no rule has a signal to train on",
+    NOT_APPLIED: "not applied to these rewards",
 }
 
 
@@ -204,29 +217,53 @@ def gaming_risk(rewards: torch.Tensor, names: Sequence[str]) -> dict | None:
     return {"hardest": names[hardest], "easier": easier}
 
 
+def options_for_rules(reward_funcs: Sequence | None, names: Sequence[str], config=None) -> dict[str, dict | str]:
+    """Each rule's options as a run of ``config`` (a ``GDPOConfig``, or None: the fields' defaults) would give them
+    (:func:`gdpo_trl.core.rules.rule_options_for`: SAW's offsets, ODRPO's thresholds from the rewards' declared
+    ranges), or the one-line reason the rule cannot be applied to these rewards (a str)."""
+    from types import SimpleNamespace
+
+    funcs = list(reward_funcs) if reward_funcs is not None else []
+    funcs += [None] * (len(names) - len(funcs))  # an environment's get_reward: no declared range
+    config = config if config is not None else SimpleNamespace()
+    found: dict[str, dict | str] = {}
+    for name in RULES:
+        try:
+            found[name] = rule_options_for(name, funcs, list(names), config)
+        except InputError as error:
+            found[name] = str(error)
+    if getattr(config, "gd2po_threshold", None) is not None and isinstance(found.get("gd2po"), dict):
+        found["gd2po"]["threshold"] = config.gd2po_threshold
+    return found
+
+
 def pilot_figures(
     rewards: torch.Tensor,
     names: Sequence[str],
     weights: Sequence[float] | torch.Tensor,
     num_generations: int,
-    rule_options: dict[str, dict] | None = None,
+    rule_options: dict[str, dict | str] | None = None,
 ) -> dict:
     """Every figure of a pilot (but the plan) from ``rewards`` ``[N, K]``, reward ``names``, ``weights`` ``[K]``.
 
-    ``rule_options`` gives a rule's options where its defaults are not wanted (e.g. ``{"gd2po": {"threshold":
-    0.3}}``). Each rule of :data:`RULES` is compared with ``grpo`` at its defaults.
+    ``rule_options`` maps a rule to its options, or to the reason it does not apply here (a str; reported, not
+    compared); rules it leaves out get :func:`options_for_rules`' defaults. Each rule of :data:`RULES` is compared
+    with ``grpo``.
     """
     rewards = rewards.double()
     weights = torch.as_tensor(weights, dtype=torch.float64).reshape(-1)
-    options = rule_options or {}
+    options = {**options_for_rules(None, names), **(rule_options or {})}
     live = live_groups(rewards, num_generations)
-    baseline = rule_advantages(BASELINE, rewards, weights, num_generations, **options.get(BASELINE, {}))
-    base_shares = reward_shares(BASELINE, rewards, weights, names, num_generations)
+    baseline = rule_advantages(BASELINE, rewards, weights, num_generations, **options[BASELINE])
+    base_shares = reward_shares(BASELINE, rewards, weights, names, num_generations, options[BASELINE])
     rules = {}
     for name in RULES:
-        advantages = rule_advantages(name, rewards, weights, num_generations, **options.get(name, {}))
+        if isinstance(options[name], str):
+            rules[name] = {"verdict": NOT_APPLIED, "reason": options[name]}
+            continue
+        advantages = rule_advantages(name, rewards, weights, num_generations, **options[name])
         figures = rule_against_baseline(advantages, baseline, live, num_generations)
-        shares = reward_shares(name, rewards, weights, names, num_generations)
+        shares = reward_shares(name, rewards, weights, names, num_generations, options[name])
         figures["advantage_share"] = shares
         figures["share_shift"] = max(abs(shares[r] - base_shares[r]) for r in names)
         figures["verdict"] = verdict(figures["advantage_correlation"], figures["share_shift"], live.double().mean())
@@ -345,6 +382,9 @@ def rule_rows(report: dict) -> list[list[str]]:
     for name, f in report["rules"].items():
         if name == BASELINE:
             continue
+        if f["verdict"] == NOT_APPLIED:
+            rows.append([name, "-", "-", "-", "-", f"not applied: {f['reason']}"])
+            continue
         rows.append(
             [
                 name,
@@ -439,7 +479,11 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
 def report_markdown(report: dict) -> str:
     """``pilot.md``: the same report, with the verdict rule and every rule's share of the advantage per reward."""
     names = list(report["rewards"])
-    share_rows = [[rule, *(f"{f['advantage_share'][n]:.2f}" for n in names)] for rule, f in report["rules"].items()]
+    share_rows = [
+        [rule, *(f"{f['advantage_share'][n]:.2f}" for n in names)]
+        for rule, f in report["rules"].items()
+        if "advantage_share" in f
+    ]
     parts = [
         "# gdpo pilot",
         "**" + headline(report) + "**",
@@ -469,7 +513,7 @@ def plot_pilot(report: dict, path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rules = list(report["rules"])
+    rules = [r for r, f in report["rules"].items() if "advantage_share" in f]
     names = list(report["rewards"])
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
     positions = range(len(rules))
@@ -482,7 +526,7 @@ def plot_pilot(report: dict, path) -> None:
     left.set_xticks(list(positions), rules, rotation=30, ha="right")
     left.set_ylim(0, 1.05)
     left.set_title("How each rule orders groups against GRPO")
-    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, frameon=False)
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.42), ncol=2, frameon=False)
     bottom = [0.0] * len(rules)
     for name in names:
         shares = [report["rules"][r]["advantage_share"][name] for r in rules]
