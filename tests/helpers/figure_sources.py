@@ -21,6 +21,7 @@ GENERATED = [f"docs/results/{task}.md" for task in STUDIES] + [f"docs/results/{t
 GENERATED.append("docs/results/smollm2_gdpo_grpo.md")  # study H8: tests/studies/test_smollm2_study.py regenerates it
 GENERATED.append("docs/results/qwen_gdpo_grpo.md")  # study H9: tests/studies/test_qwen_study.py regenerates it
 GENERATED.append("docs/results/qwen_pilot.md")  # study H9's pilot: tests/studies/test_qwen_study.py regenerates it
+GENERATED.append("docs/results/gaming_watch.md")  # tests/studies/test_gaming_validation.py regenerates it
 
 
 @functools.cache
