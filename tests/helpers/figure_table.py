@@ -182,7 +182,10 @@ SETTINGS: dict[str, dict[str, str]] = {
     },
     "docs/studies.md": {
         "5 steps": "gdpo compare's final window (the mean of the last 5 steps), a column of its table",
-        "0.1": "gdpo compare's threshold for its steps-to-start+0.1 column",
+        "10%": "gdpo compare's --gain default: its steps-to column's threshold, a share of each reward's range",
+    },
+    "docs/evaluation.md": {
+        "10%": "gdpo compare's --gain default: its steps-to column's threshold, a share of each reward's range",
     },
     "docs/training.md": {
         "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
