@@ -231,6 +231,8 @@ def generate(spec, prompts: list, settings, dtype: str, use_vllm: bool) -> tuple
     if use_vllm and vllm_available():
         completions, _ = generate_vllm(spec, prompts, settings, dtype)
         return completions, "vllm"
+    if use_vllm:
+        print("gdpo pilot: vLLM is not installed here, so transformers samples (the same distribution)", flush=True)
     model, tokenizer = load_transformers_model(spec, dtype)
     return generate_transformers(model, tokenizer, prompts, settings), "transformers"
 

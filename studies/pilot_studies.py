@@ -1,0 +1,262 @@
+"""Is the pilot right? ``gdpo pilot`` at the start of every committed study, against what the study found.
+
+The verdict rule was fixed in docs/pilot.md (commit 324a187) before any of these pilots ran. For each study this runs
+``gdpo pilot`` with the study's recipe, start and seed (one torch thread, niced), keeps its ``pilot.json`` and
+completions under ``docs/results/pilot_studies/<study>/``, reads the study's outcome from its committed table (which
+rewards differed beyond the study's confidence interval between the rule and GRPO, ``total`` aside), and writes the
+table ``docs/results/pilot_studies.{md,json}``: the pilot's figures and verdict beside the outcome, and whether the
+verdict was right ("likely" predicts some reward differed; "unlikely" and "may differ slightly" that none did).
+
+    nice -n 10 python -m studies.pilot_studies run --data DATA   # DATA: the GSM8K files, for H8 and H9
+    python -m studies.pilot_studies table                       # the table from what ran
+
+The toy studies' starts (H1-H7: the shipped warm starts) are rebuilt by today's code on this machine; H6's own warm
+start is not (the agent warm start changed at 284307e, before H6b): its pilot runs on today's start, H6b's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
+KEPT = RESULTS / "pilot_studies"
+RUNS = ROOT / "outputs" / "pilot_studies"
+PILOT_REWARDS = "studies/pilot_rewards.py"
+
+
+@dataclass(frozen=True)
+class Study:
+    """One committed study: its id, its results table, the pilot's command-line flags, the rule compared with GRPO
+    (its label in the study's table), and what differs between the study's start and the pilot's."""
+
+    id: str
+    table: str
+    flags: tuple[str, ...]
+    rule: str = "gdpo"
+    label: str = "GDPO − GRPO"
+    note: str = "start rebuilt today (the shipped warm start)"
+    data: bool = False  # trains on the GSM8K files: --dataset_name DATA/train.jsonl
+    extra: tuple[str, ...] = field(default=())
+
+
+STUDIES = (
+    Study("H1", "toolcall", ("--config", "recipes/cpu/toolcall_gdpo/config.yaml")),
+    Study("H2", "gsm8k_style", ("--config", "recipes/cpu/gdpo/config.yaml")),
+    Study("H3", "length", ("--config", "recipes/cpu/gdpo_length/config.yaml")),
+    Study(
+        "H4",
+        "scale6",
+        (
+            "--config",
+            "recipes/cpu/gdpo/config.yaml",
+            "--reward_funcs",
+            "format",
+            f"{PILOT_REWARDS}:correctness_reward",
+            "integer",
+        ),
+        note="start rebuilt today; correctness on 0..6 as a reward (the study's GRPO arms: weight 6)",
+    ),  # fmt: skip
+    Study(
+        "H6",
+        "agent",
+        ("--config", "recipes/cpu/agent_gdpo/config.yaml"),
+        note="not H6's start: the agent warm start changed at 284307e; today's start is H6b's",
+    ),
+    Study("H6b", "agent_midrange", ("--config", "recipes/cpu/agent_gdpo/config.yaml")),
+    Study(
+        "H6c",
+        "agent_scale6",
+        (
+            "--config",
+            "recipes/cpu/agent_gdpo/config.yaml",
+            "--reward_funcs",
+            f"{PILOT_REWARDS}:agent_success",
+            "agent_format",
+            "agent_cost",
+        ),
+        note="start rebuilt today; success on 0..6 as a reward (the study's GRPO arms: weight 6)",
+    ),  # fmt: skip
+    Study("H7-tool", "gd2po_toolcall", ("--config", "recipes/cpu/toolcall_gdpo/config.yaml"), "gd2po", "GD2PO − GRPO"),
+    Study("H7-gsm8k", "gd2po_gsm8k_style", ("--config", "recipes/cpu/gdpo/config.yaml"), "gd2po", "GD2PO − GRPO"),
+    Study(
+        "H8",
+        "smollm2_gdpo_grpo",
+        ("--config", "recipes/cpu/smollm2_gdpo/config.yaml"),
+        label="gdpo - grpo",
+        note="the study's start (SmolLM2-135M with its format SFT, built from the shipped GGUF)",
+        data=True,
+    ),
+    Study(
+        "H9",
+        "qwen_gdpo_grpo",
+        ("--config", "recipes/cpu/qwen_gdpo/config.yaml", "--cpu_dtype", "float32"),
+        label="gdpo - grpo",
+        note="the study's start (Qwen2.5-Coder-0.5B-Instruct from its hash-checked GGUF), float32 as its runs",
+        data=True,
+    ),
+)
+NOT_PILOTED = {"H5": "process rewards: H5 compared token-level GDPO with outcome-level GDPO, not a rule with GRPO"}
+
+
+def outcome(study: Study) -> dict[str, str]:
+    """``{reward: verdict}`` for the study's rule against GRPO, from its committed table (``total`` left out)."""
+    text = (RESULTS / f"{study.table}.md").read_text(encoding="utf-8")
+    found = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 4:
+            continue
+        verdict = cells[-1].strip("*") if study.label == "gdpo - grpo" else None
+        if study.label == "gdpo - grpo":  # H8: "| gdpo - grpo | reward | ... | verdict |"; H9: a table of its own
+            if cells[0] == "gdpo - grpo" and len(cells) == 7:
+                found[cells[1]] = cells[-1]
+            elif re.fullmatch(r"[a-z_]+", cells[0]) and len(cells) == 6 and cells[-1] in ("level", "ahead", "behind"):
+                found[cells[0]] = verdict
+            continue
+        if len(cells) > 2 and cells[1] == study.label and cells[0] != "total":
+            verdicts = [c.strip("*") for c in cells if c.strip("*") in ("level", "ahead", "behind")]
+            if verdicts:
+                found[cells[0]] = verdicts[0]
+    if not found:
+        raise ValueError(f"no {study.label} rows in docs/results/{study.table}.md")
+    return found
+
+
+def run(data: str | None, only: list[str] | None) -> None:
+    """Run each study's pilot (skipping those kept already) and keep its files."""
+    for study in STUDIES:
+        if only and study.id not in only:
+            continue
+        kept = KEPT / study.id / "pilot.json"
+        if kept.exists():
+            print(f"{study.id}: kept already", flush=True)
+            continue
+        flags = list(study.flags)
+        if study.data:
+            if data is None:
+                print(f"{study.id}: skipped (needs --data, the GSM8K files)", flush=True)
+                continue
+            flags += ["--dataset_name", str(Path(data) / "train.jsonl")]
+        out = RUNS / study.id
+        command = ["gdpo", "pilot", *flags, "--cpu_threads", "1", "--pilot_dir", str(out)]
+        print(f"{study.id}: {' '.join(command)}", flush=True)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+        binary = Path(sys.executable).with_name("gdpo")
+        log = RUNS / f"{study.id}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "w", encoding="utf-8") as file:
+            done = subprocess.run(
+                [str(binary), *command[1:]], cwd=ROOT, env=env, stdout=file, stderr=subprocess.STDOUT
+            )
+        if done.returncode != 0:
+            print(f"{study.id}: failed ({done.returncode}), see {log}", flush=True)
+            continue
+        keep(study, out, command)
+
+
+def keep(study: Study, out: Path, command: list[str]) -> None:
+    """Copy the pilot's report (and its completions, gzipped) into the committed folder, the command beside it."""
+    target = KEPT / study.id
+    target.mkdir(parents=True, exist_ok=True)
+    report = json.loads((out / "pilot.json").read_text(encoding="utf-8"))
+    report["command"] = " ".join(c if not c.startswith(str(ROOT)) else os.path.relpath(c, ROOT) for c in command)
+    report["command"] = re.sub(r"\S*/gsm8k/", "DATA/", report["command"])
+    (target / "pilot.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    with (
+        open(out / "completions.jsonl", "rb") as src,
+        gzip.open(target / "completions.jsonl.gz", "wb", mtime=0) as dst,
+    ):
+        shutil.copyfileobj(src, dst)
+    print(f"{study.id}: kept", flush=True)
+
+
+def right(verdict: str, differed: bool) -> bool:
+    """The verdict rule's prediction against the outcome: "likely" predicts a difference, the others none."""
+    return (verdict == "likely") == differed
+
+
+def table_rows() -> list[dict]:
+    rows = []
+    for study in STUDIES:
+        kept = KEPT / study.id / "pilot.json"
+        found = outcome(study)
+        differed = sorted(r for r, v in found.items() if v != "level")
+        row = {"study": study.id, "rule": study.rule, "note": study.note, "outcome": found, "differed": differed}
+        if kept.exists():
+            report = json.loads(kept.read_text(encoding="utf-8"))
+            figures = report["rules"][study.rule]
+            row.update(
+                {
+                    "advantage_correlation": figures["advantage_correlation"],
+                    "groups_ranked_differently": figures["groups_ranked_differently"],
+                    "share_shift": figures["share_shift"],
+                    "conflict_share": report["conflict_share"],
+                    "verdict": figures["verdict"],
+                    "right": right(figures["verdict"], bool(differed)),
+                    "command": report.get("command"),
+                }
+            )
+        rows.append(row)
+    return rows
+
+
+def write_table() -> None:
+    rows = table_rows()
+    (RESULTS / "pilot_studies.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    lines = [
+        "# Is the pilot right? `gdpo pilot` at the start of every committed study",
+        "",
+        "The verdict rule (docs/pilot.md) was committed in 324a187, before any of these pilots ran; it is not tuned "
+        "after them. Generated by `python -m studies.pilot_studies table` from the kept pilots "
+        "(`docs/results/pilot_studies/<study>/pilot.json`, each with its command and every completion).",
+        "",
+        "| study | rule vs GRPO | advantage corr. | groups ranked differently | share shift | conflict share | "
+        "pilot's verdict | rewards that differed in the study (beyond its CI) | right? | start |",
+        "|---|---|---:|---:|---:|---:|---|---|---|---|",
+    ]
+    for row in rows:
+        if "verdict" not in row:
+            lines.append(f"| {row['study']} | {row['rule']} | - | - | - | - | not run | "
+                         f"{', '.join(row['differed']) or 'none'} | - | {row['note']} |")  # fmt: skip
+            continue
+        lines.append(
+            f"| {row['study']} | {row['rule']} | {row['advantage_correlation']:.3f} | "
+            f"{row['groups_ranked_differently']:.0%} | {row['share_shift']:.2f} | {row['conflict_share']:.3f} | "
+            f"{row['verdict']} | {', '.join(row['differed']) or 'none'} | {'yes' if row['right'] else '**no**'} | "
+            f"{row['note']} |"
+        )
+    for study, why in NOT_PILOTED.items():
+        lines.append(f"| {study} | - | - | - | - | - | not applicable | - | - | {why} |")
+    scored = [r for r in rows if "right" in r]
+    lines += [
+        "",
+        f"Right in {sum(r['right'] for r in scored)} of {len(scored)} piloted comparisons.",
+    ]
+    (RESULTS / "pilot_studies.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m studies.pilot_studies", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=("run", "table"))
+    parser.add_argument("--data", help="folder with GSM8K's train.jsonl (H8, H9)")
+    parser.add_argument("--only", nargs="*", help="study ids to run (default: all)")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run(args.data, args.only)
+    else:
+        write_table()
+
+
+if __name__ == "__main__":
+    main()
