@@ -82,10 +82,23 @@ def check_first(recipe_argv: list[str], recipe: Recipe | None, processes: int | 
         pass
 
 
+def no_recipe_error() -> InputError:
+    """A run without ``--config``: refused as the usage says. Flags alone leave every other field at TRL's defaults
+    (a learning rate of 1e-6, LoRA on the model type's default modules), which are no recipe's, without a word."""
+    return InputError(
+        "--config RECIPE is required (usage: gdpo train --config RECIPE [--FIELD VALUE ...]): a YAML file or a "
+        "shipped recipe's name (gdpo recipes list), which flags then override; without one every field not given "
+        "would take TRL's defaults (learning_rate 1e-06, LoRA on the model's default modules). Start from one: "
+        "gdpo recipes copy cpu/gdpo my.yaml"
+    )
+
+
 def read_request(argv: list[str]) -> TrainRequest:
     """Read ``gdpo train``'s arguments once, raising the first mistake they show (help is answered before)."""
     check_bare_recipe(argv)
     recipe = recipe_of(argv)  # the one read of the recipe file
+    if recipe is None:
+        raise no_recipe_error()
     table = load_table()
     recipe_argv, launch = split_launch(argv, table)
     processes = launch_processes(launch)

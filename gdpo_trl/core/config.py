@@ -14,6 +14,7 @@ from gdpo_trl.core.advantages import SCALES
 from gdpo_trl.core.conditions import check_condition_graph, parse_condition
 from gdpo_trl.core.config_checks import (
     as_weights,
+    check_cpu_threads,
     check_generation_batch,
     check_num_generations,
     check_ranges,
@@ -211,10 +212,7 @@ class GDPOConfig(GRPOConfig):
         self.reward_weights = as_weights(self.reward_weights, "reward_weights")
         self.reward_weights_final = as_weights(self.reward_weights_final, "reward_weights_final")
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
-        if self.cpu_threads is not None and not (isinstance(self.cpu_threads, int) and self.cpu_threads >= 1):
-            raise InputError(
-                f"cpu_threads={self.cpu_threads}: must be at least 1 (leave it unset for torch's choice)."
-            )
+        check_cpu_threads(self.cpu_threads)
         on_cpu = trains_on_cpu(self)
         if self.cpu_dtype is not None and on_cpu:
             dtype = cpu_dtype_choice(self.cpu_dtype)[0]  # the weights load in it and autocast computes in it

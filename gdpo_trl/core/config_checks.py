@@ -13,6 +13,7 @@ import dataclasses
 import math
 import numbers
 import os
+import warnings
 
 from gdpo_trl.core.errors import InputError
 
@@ -264,3 +265,31 @@ def check_weight_schedule(start: list[float] | None, final: list[float], num_rew
             )
     if not any(final):
         raise InputError("reward_weights_final are all zero: no reward would be left to learn from at the end.")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one, else every core)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def check_cpu_threads(threads) -> None:
+    """``cpu_threads``: a whole number of at least 1 (``True`` is not a count, though Python calls it 1); more than the
+    cores this process may use is warned about, once (rank 0): the extra threads wait for each other, which made
+    training many times slower on a busy machine."""
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InputError(
+            f"cpu_threads={threads!r}: must be at least 1, a whole number (leave it unset for torch's choice)."
+        )
+    cores = usable_cores()
+    if threads > cores and os.environ.get("RANK", "0") == "0":
+        warnings.warn(
+            f"cpu_threads={threads} is more than the {cores} core{'s' * (cores > 1)} this process may use: the "
+            f"threads beyond them only wait for each other; use at most {cores} (or leave it unset).",
+            UserWarning,
+            stacklevel=1,  # this file's: gdpo train prints the package's warnings as one line
+        )

@@ -33,7 +33,7 @@ BLOCK = 1 << 20  # bytes read at a time while a .jsonl is checked
 
 
 def limit_mb(variable: str, default: float) -> float:
-    """The limit ``variable`` sets (a positive number of MB), else ``default``."""
+    """The limit ``variable`` sets (a positive number of MB; ``inf`` for none), else ``default``."""
     text = os.environ.get(variable, "").strip()
     if not text:
         return default
@@ -63,7 +63,7 @@ def jsonl_lines(path: Path):
     """``(number, bytes)`` for each line of ``path``, read a block at a time; a line longer than
     :data:`MAX_LINE_ENV` MB is refused as soon as that many bytes are read, so memory stays bounded."""
     limit = limit_mb(MAX_LINE_ENV, DEFAULT_MAX_LINE_MB)
-    most = int(limit * 1e6)
+    most = limit * 1e6  # a float: GDPO_TRL_MAX_LINE_MB=inf (no limit) compares as well as any number of bytes
     number, pending, pending_size = 0, [], 0
     with path.open("rb") as handle:
         while block := handle.read(BLOCK):

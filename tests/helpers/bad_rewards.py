@@ -57,3 +57,8 @@ def rank1_killed_reward(completions, **kwargs):
     if _on_rank_1():
         os.kill(os.getpid(), signal.SIGKILL)  # no handler runs: only the launcher can tell
     return parity_reward(completions)
+
+
+def color_reward(completions, color, **kwargs):
+    """Requires a 'color' column: 1.0 where the completion names the row's color."""
+    return [float(str(c_color) in str(c)) for c, c_color in zip(completions, color, strict=True)]
