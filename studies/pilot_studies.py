@@ -21,7 +21,6 @@ import gzip
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -172,11 +171,8 @@ def keep(study: Study, out: Path, command: list[str]) -> None:
     report["command"] = " ".join(c if not c.startswith(str(ROOT)) else os.path.relpath(c, ROOT) for c in command)
     report["command"] = re.sub(r"\S*/gsm8k/", "DATA/", report["command"])
     (target / "pilot.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    with (
-        open(out / "completions.jsonl", "rb") as src,
-        gzip.open(target / "completions.jsonl.gz", "wb", mtime=0) as dst,
-    ):
-        shutil.copyfileobj(src, dst)
+    data = (out / "completions.jsonl").read_bytes()
+    (target / "completions.jsonl.gz").write_bytes(gzip.compress(data, mtime=0))  # the same bytes for the same run
     print(f"{study.id}: kept", flush=True)
 
 
