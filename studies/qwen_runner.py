@@ -20,7 +20,8 @@ A machine can be renewed between sessions, taking the study's folder with it. So
 it finishes, unread: ``keep`` copies what the analysis needs of every finished job (each evaluation's summary and
 gzipped completions, each trained run's trainer_state.json, each job's log of commands, gzipped, and the runner's
 log of stamps) into docs/results/qwen_gdpo_grpo/, printing only the jobs' names; ``restore`` puts them back into a
-new study folder, so the runner goes on with the first unfinished job instead of repeating finished ones::
+new study folder, so the runner goes on with the first unfinished job instead of repeating finished ones. It never
+overwrites a file, and refuses while the study runs (``run`` holds the folder's lock) or holds a job partly done::
 
     python -m studies.qwen_runner keep       # after a job finishes; then commit docs/results/qwen_gdpo_grpo
     python -m studies.qwen_runner restore    # on a renewed machine, before run
@@ -152,13 +153,14 @@ def check_data(data: Path) -> None:
 
 
 def run(args) -> None:
-    from studies.study_jobs import run_jobs, stamp
+    from studies.study_jobs import run_jobs, runner_lock, stamp
 
     root, data = Path(args.out), Path(args.data)
     check_data(data)
     root.mkdir(parents=True, exist_ok=True)
-    stamp(f"machine: {machine()}")  # each stretch of the study names the CPU its jobs ran on
-    run_jobs(((*job, data) for job in jobs(root)), run_job, workers=args.workers)
+    with runner_lock(root):  # restore refuses while it is held
+        stamp(f"machine: {machine()}")  # each stretch of the study names the CPU its jobs ran on
+        run_jobs(((*job, data) for job in jobs(root)), run_job, workers=args.workers)
 
 
 # A progress bar as tqdm writes it: "3/10 [13:03<30:27, 261.09s/it]". The status reads nothing else of a job's log,
@@ -179,7 +181,10 @@ def progress(log: Path) -> str:
 def status(args) -> None:
     """One line per job: trained, evaluated, its checkpoint and, while it runs, where its progress bar stands (no
     outcome and no training reward is shown before the study ends)."""
+    from studies.study_jobs import check_study_folder
+
     root = Path(args.out)
+    check_study_folder(root, "status")
     for arm, seed, out in jobs(root):
         start = arm.startswith("start")
         done_eval = ((out if start else evaluation(out)) / "summary.json").is_file()
@@ -214,23 +219,52 @@ def keep_job(arm: str, out: Path, kept: Path) -> bool:
     return True
 
 
+def job_files(arm: str, out: Path) -> list[Path]:
+    """What a job has written in a study folder: its folder, its evaluation's folder, its log (those that exist)."""
+    places = [out, out.with_name(f"{out.name}.log")] + ([] if arm.startswith("start") else [evaluation(out)])
+    return [place for place in places if place.exists()]
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``, which must not exist: restore never overwrites a file of the study's own."""
+    with path.open("xb") as handle:
+        handle.write(data)
+
+
 def restore_job(arm: str, kept_out: Path, out: Path) -> bool:
     """The reverse of :func:`keep_job`: a kept job back into a study folder as the runner left it (completions and
-    log unzipped), unless that folder already has it; True if it was restored."""
-    if not finished(arm, kept_out) or finished(arm, out):
+    log unzipped), where that folder has nothing of it yet (see :func:`check_restorable`); True if it was restored."""
+    if not finished(arm, kept_out) or job_files(arm, out):
         return False
     start = arm.startswith("start")
     source, target = (kept_out, out) if start else (evaluation(kept_out), evaluation(out))
     target.mkdir(parents=True, exist_ok=True)
-    shutil.copy(source / "summary.json", target / "summary.json")
-    (target / "completions.jsonl").write_bytes(gzip.decompress((source / "completions.jsonl.gz").read_bytes()))
+    write_new(target / "summary.json", (source / "summary.json").read_bytes())
+    write_new(target / "completions.jsonl", gzip.decompress((source / "completions.jsonl.gz").read_bytes()))
     if not start:
         out.mkdir(parents=True, exist_ok=True)
-        shutil.copy(kept_out / "trainer_state.json", out / "trainer_state.json")
+        write_new(out / "trainer_state.json", (kept_out / "trainer_state.json").read_bytes())
     log = kept_out.with_name(f"{kept_out.name}.log.gz")
     if log.is_file():
-        out.with_name(f"{out.name}.log").write_bytes(gzip.decompress(log.read_bytes()))
+        write_new(out.with_name(f"{out.name}.log"), gzip.decompress(log.read_bytes()))
     return True
+
+
+def check_restorable(root: Path) -> None:
+    """Refuse, in one line, to restore into a study that is running (its runner holds the lock) or holds a job that
+    is partly done (a checkpoint, a log, an evaluation without its training): restoring beside it would replace
+    its trainer_state.json and its log with the kept ones, and the running job would then write over them."""
+    from studies.study_jobs import running_holder
+
+    if holder := running_holder(root):
+        raise SystemExit(f"error: restore: {root} is being run now ({holder}): stop the runner first, then restore")
+    for arm, _, out in jobs(root):
+        if not finished(arm, out) and (found := job_files(arm, out)):
+            names = ", ".join(path.name for path in found)
+            raise SystemExit(
+                f"error: restore: {out.name} is partly done in {root} ({names}); restore goes into a new study "
+                "folder (--out), or finish that job with run first"
+            )
 
 
 def keep(args) -> None:
@@ -252,6 +286,9 @@ def restore(args) -> None:
     from studies.qwen_study import study_log
 
     root, kept = Path(args.out), Path(args.docs) / STUDY
+    if root.is_file():
+        raise SystemExit(f"error: restore --out {root}: a file, not a study folder")
+    check_restorable(root)
     pairs = zip(jobs(kept), jobs(root), strict=True)
     names = [out.name for (arm, _, kept_out), (_, _, out) in pairs if restore_job(arm, kept_out, out)]
     if (kept / "study.log").is_file() and not study_log(root).is_file():

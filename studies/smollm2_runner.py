@@ -115,7 +115,10 @@ def run(args) -> None:
 
 def status(args) -> None:
     """One line per job: trained, evaluated (no outcome is shown before the study ends: the stopping rule)."""
+    from studies.study_jobs import check_study_folder
+
     root, evaluated = Path(args.out), set()
+    check_study_folder(root, "status")
     for arm, seed, out in jobs(root):
         done_eval = ((out if arm == "start" else evaluation(out)) / "summary.json").is_file()
         done_train = arm == "start" or trained(arm, out)

@@ -9,6 +9,7 @@ the thread count changes sampled completions (study H8's seed 0), and the Hub is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -16,6 +17,8 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+RUNNER_LOCK = ".runner.lock"  # inside a study folder: held by its runner's `run` while it runs
 
 
 def tool(name: str) -> str:
@@ -47,3 +50,61 @@ def run_jobs(jobs: Iterable[tuple], run_job: Callable[..., None], workers: int) 
     failed = [str(future.exception()) for future in futures if future.exception()]
     if failed:
         raise SystemExit("\n".join(failed))
+
+
+def check_study_folder(out: Path, command: str) -> None:
+    """Refuse, in one line, a ``--out`` that is not a study folder: missing (a typo would show every job as not
+    started) or a file."""
+    if out.is_file():
+        raise SystemExit(f"error: {command} --out {out}: a file, not a study folder (the folder `run` writes to)")
+    if not out.is_dir():
+        raise SystemExit(
+            f"error: {command} --out {out}: no such folder; give the folder `run` wrote to (its default: the "
+            "study's folder under outputs/)"
+        )
+
+
+@contextlib.contextmanager
+def runner_lock(root: Path):
+    """Hold ``root``'s runner lock while the block runs (its pid written in it), so that ``restore`` can tell a study
+    that is running. Without ``fcntl`` nothing is held."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / RUNNER_LOCK, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise SystemExit(f"error: {root} is being run already ({holder}): one runner per study") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def running_holder(root: Path) -> str | None:
+    """Who runs the study in ``root`` now ("pid N"), or None when no runner holds its lock."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    lock = root / RUNNER_LOCK
+    if not lock.is_file():
+        return None
+    with open(lock, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            return handle.read().strip() or "another process"
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
