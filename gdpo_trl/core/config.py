@@ -27,7 +27,9 @@ from gdpo_trl.core.cpu_speed import CPU_DTYPES, cpu_dtype_choice, trains_on_cpu
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.noise import quiet_known_warnings
 
-AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize", "gd2po")
+# TRL's two spellings, then the rules of gdpo_trl.core.rules.RULES a recipe may name directly (docs/rules.md).
+AGGREGATIONS = ("normalize_then_sum", "sum_then_normalize", "gd2po", "mo_grpo", "saw_gdpo", "saw_grpo", "odrpo")
+PER_REWARD_AGGREGATIONS = ("normalize_then_sum", "gd2po", "mo_grpo", "saw_gdpo", "odrpo")  # scale_rewards unused
 
 
 @dataclass
@@ -42,7 +44,11 @@ class GDPOConfig(GRPOConfig):
             within its group, the weighted sum is then normalized over the batch. `"sum_then_normalize"` is GRPO:
             rewards are summed, then normalized within the group as `scale_rewards` says. `"gd2po"` is GD2PO: GDPO's
             per-reward advantages, rollouts whose rewards conflict masked (`gd2po_threshold`), each group scaled by
-            the share it keeps, whitened over the kept tokens (see `docs/gd2po.md`). Checked at construction
+            the share it keeps, whitened over the kept tokens (see `docs/gd2po.md`). GDPO's published follow-ups
+            (`docs/rules.md`): `"mo_grpo"` (MO-GRPO: GDPO without the batch step), `"saw_gdpo"` and `"saw_grpo"`
+            (SAW's `gdpo-h` and `grpo-h`: weights from each reward's coefficient of variation over the batch, see
+            `saw_offsets`), `"odrpo"` (ODRPO: each reward split into indicators `1[r >= t]`, see
+            `odrpo_thresholds`). Checked at construction
             (TRL only fails at the first generation step). With a single reward function the trainer always uses
             GRPO, as the paper's reference code does.
         scale_rewards (`str`, *optional*, defaults to `"group"`):
@@ -63,6 +69,15 @@ class GDPOConfig(GRPOConfig):
             agreement ratio `|sum_k w_k a_k| / (sum_k |w_k a_k| + 1e-6)` is below this, in [0, 1]: 1 masks every
             conflict (the reference's hard rule), 0 none. Under GDPO and GRPO it is the threshold at which the logged
             `conflict/masked_share` (what GD2PO would mask) is measured.
+        saw_offsets (`dict[str, float]` or `str`, *optional*, defaults to `None`):
+            SAW (`saw_gdpo`, `saw_grpo`): the offset added to each reward before its coefficient of variation
+            `std / |mean|` is taken, by reward name. A reward not named gets minus its declared minimum
+            (`reward_range`: 3.0 for `tool_correctness` in [-3, 3], 0 for a 0/1 reward, as the reference), or 0 if it
+            declares none. A JSON string is accepted on the command line.
+        odrpo_thresholds (`dict[str, list[float]]` or `str`, *optional*, defaults to `None`):
+            ODRPO (`odrpo`): the thresholds t each reward is split at into indicators `1[r >= t]`, by reward name. A
+            reward not named is split at every whole number (for a reward on whole levels, every level above its
+            lowest: `[1]` for a 0/1 reward, `[-2, -1, 0, 1, 2, 3]` for -3..3); name a reward on fractional levels.
 
     Parameters that shape rewards:
 
@@ -93,7 +108,7 @@ class GDPOConfig(GRPOConfig):
             model first.
     """
 
-    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["reward_conditions"]
+    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["reward_conditions", "saw_offsets", "odrpo_thresholds"]
 
     # The processes the run will have, where this is built before they start (gdpo train's launcher, whose own
     # world_size is 1): see gdpo_trl.recipe.arguments.config_for_processes. Not a field.
@@ -123,6 +138,23 @@ class GDPOConfig(GRPOConfig):
             "help": "GD2PO: mask a rollout whose per-reward advantages conflict when |sum w_k a_k| / sum |w_k a_k| is "
             "below this, in [0, 1] (1: every conflict, 0: none). Other rules: the threshold of the logged "
             "conflict/masked_share."
+        },
+    )
+
+    saw_offsets: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "SAW (saw_gdpo, saw_grpo): offset added to each reward before its coefficient of variation is "
+            'taken, by reward name, e.g. {"tool_correctness": 3.0}. Default: minus the reward\'s declared minimum '
+            "(0 where it declares none)."
+        },
+    )
+    odrpo_thresholds: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "ODRPO (odrpo): thresholds t each reward is split at into indicators 1[r >= t], by reward name, "
+            'e.g. {"tool_correctness": [-2, -1, 0, 1, 2, 3]}. Default: every whole number (every level of a reward '
+            "on whole levels); name a reward on fractional levels."
         },
     )
 
@@ -212,6 +244,9 @@ class GDPOConfig(GRPOConfig):
         self.reward_weights = as_weights(self.reward_weights, "reward_weights")
         self.reward_weights_final = as_weights(self.reward_weights_final, "reward_weights_final")
         self.reward_conditions = parse_json_dict(self.reward_conditions, "reward_conditions")
+        self.saw_offsets = parse_json_dict(self.saw_offsets, "saw_offsets")
+        self.odrpo_thresholds = parse_json_dict(self.odrpo_thresholds, "odrpo_thresholds")
+        check_rule_options(self.saw_offsets, self.odrpo_thresholds)
         check_cpu_threads(self.cpu_threads)
         on_cpu = trains_on_cpu(self)
         if self.cpu_dtype is not None and on_cpu:
@@ -228,7 +263,8 @@ class GDPOConfig(GRPOConfig):
         if self.multi_objective_aggregation not in AGGREGATIONS:
             raise InputError(
                 f"multi_objective_aggregation={self.multi_objective_aggregation!r} is not supported: use "
-                "'normalize_then_sum' (GDPO), 'sum_then_normalize' (GRPO) or 'gd2po' (GD2PO)."
+                "'normalize_then_sum' (GDPO), 'sum_then_normalize' (GRPO) or one of "
+                f"{list(AGGREGATIONS[2:])} (docs/rules.md)."
             )
         if isinstance(self.gd2po_threshold, str):  # YAML reads 1e-1 as a string
             try:
@@ -245,6 +281,12 @@ class GDPOConfig(GRPOConfig):
                 "gdpo_batch_norm=false has no effect with multi_objective_aggregation='gd2po' (GD2PO whitens over its "
                 "kept rollouts instead): remove gdpo_batch_norm, or use 'normalize_then_sum' for GDPO without it."
             )
+        if self.multi_objective_aggregation in AGGREGATIONS[3:] and not self.gdpo_batch_norm:
+            raise InputError(
+                f"gdpo_batch_norm=false has no effect with multi_objective_aggregation="
+                f"{self.multi_objective_aggregation!r} (the rule has its own last step, docs/rules.md): remove "
+                "gdpo_batch_norm, or use 'normalize_then_sum' for GDPO without it (which is 'mo_grpo')."
+            )
         if self.merge_lora_for_generation and self.use_vllm:
             raise InputError(
                 "merge_lora_for_generation=true applies to transformers generation; with use_vllm=true, vLLM "
@@ -255,7 +297,7 @@ class GDPOConfig(GRPOConfig):
                              "sampler: drop fast_sampling.")  # fmt: skip
         if self.scale_rewards not in SCALES:
             raise InputError(f"scale_rewards={self.scale_rewards!r} is not supported: use one of {list(SCALES)}.")
-        if self.multi_objective_aggregation in ("normalize_then_sum", "gd2po") and self.scale_rewards != "group":
+        if self.multi_objective_aggregation in PER_REWARD_AGGREGATIONS and self.scale_rewards != "group":
             warnings.warn(
                 f"scale_rewards={self.scale_rewards!r} has no effect under GDPO (multi_objective_aggregation="
                 "'normalize_then_sum') with two or more reward functions: each reward is divided by its own group "
@@ -322,3 +364,22 @@ def check_weights(weights: list[float], name: str) -> None:
             UserWarning,
             stacklevel=3,
         )
+
+
+def check_rule_options(saw_offsets: dict | None, odrpo_thresholds: dict | None) -> None:
+    """``saw_offsets``: a number per reward name; ``odrpo_thresholds``: a list of numbers per reward name. Which names
+    are the run's rewards is checked by the trainer, which knows them."""
+    for name, offset in (saw_offsets or {}).items():
+        if not is_number(offset) or not math.isfinite(offset):
+            raise InputError(f"saw_offsets[{name!r}]={offset!r}: give a finite number (added to the reward).")
+    for name, levels in (odrpo_thresholds or {}).items():
+        if not isinstance(levels, list | tuple) or not levels:
+            raise InputError(
+                f"odrpo_thresholds[{name!r}]={levels!r}: give a list of thresholds, e.g. [1, 2, 3] (indicators "
+                "1[r >= t])."
+            )
+        for level in levels:
+            if not is_number(level) or not math.isfinite(level):
+                raise InputError(
+                    f"odrpo_thresholds[{name!r}] holds {level!r}: every threshold must be a finite number."
+                )

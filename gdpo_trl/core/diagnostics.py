@@ -127,21 +127,29 @@ def reward_diagnostics(
     conflict_threshold: float = 0.2,
     completion_mask: torch.Tensor | None = None,
     keep: torch.Tensor | None = None,
+    parts: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> dict[str, float]:
     """Every per-step metric ``GDPOTrainer`` logs on top of TRL's, by metric name.
 
     ``rewards`` ``[N, K]`` and ``advantages`` ``[N]`` are the gathered batch; ``gdpo`` says which rule made the
     advantages (it picks the per-reward terms the shares are taken of; GD2PO's are GDPO's); ``grpo_scale`` is the
     ``scale_rewards`` used for the GRPO comparison count. With two or more rewards, :func:`conflict_diagnostics` at
-    ``conflict_threshold`` (with ``completion_mask`` and GD2PO's ``keep`` where GD2PO trains).
+    ``conflict_threshold`` (with ``completion_mask`` and GD2PO's ``keep`` where GD2PO trains). ``parts`` (a rule's
+    own ``(terms [N, K], weights [K])``: SAW's batch weights, ODRPO's threshold sums) replaces the terms and weights
+    the advantage shares are taken of; SAW's weights are also logged, as ``rewards/<name>/rule_weight``.
     """
     weights = torch.as_tensor(weights, dtype=rewards.dtype, device=rewards.device)
-    if gdpo:
-        terms = gdpo_reward_terms(rewards, num_generations)
+    if parts is not None:
+        terms, share_weights = parts
+    elif gdpo:
+        terms, share_weights = gdpo_reward_terms(rewards, num_generations), weights
     else:
-        terms = center_per_group(rewards, num_generations)
+        terms, share_weights = center_per_group(rewards, num_generations), weights
     metrics = {}
-    shares = advantage_shares(terms, weights).tolist()
+    if parts is not None and not torch.equal(share_weights, weights):
+        for name, weight in zip(names, share_weights.tolist(), strict=True):
+            metrics[f"rewards/{name}/rule_weight"] = weight
+    shares = advantage_shares(terms, share_weights).tolist()
     zero_std = frac_zero_std_per_reward(rewards, num_generations).tolist()
     applied = applied_fraction(rewards).tolist()
     for name, share, frac, rows in zip(names, shares, zero_std, applied, strict=True):

@@ -22,8 +22,20 @@ from dataclasses import dataclass
 
 import torch
 
-from gdpo_trl.core.advantages import gdpo_advantages, grpo_advantages
+from gdpo_trl.core.advantages import center_per_group, gdpo_advantages, gdpo_reward_terms, grpo_advantages
+from gdpo_trl.core.errors import InputError
 from gdpo_trl.core.gd2po import gd2po_advantages
+from gdpo_trl.core.published_rules import (
+    declared_range,
+    mo_grpo_advantages,
+    odrpo_advantages,
+    odrpo_reward_terms,
+    odrpo_thresholds_for,
+    saw_gdpo_advantages,
+    saw_grpo_advantages,
+    saw_offsets_for,
+    saw_weights,
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +49,10 @@ class Rule:
     - ``options``: the keyword options ``compute`` takes beyond the three positional arguments;
     - ``per_reward``: which per-reward parts its advantage is a weighted sum of, for the shares each reward drives:
       ``"normalized"`` (each reward normalized within its group, GDPO's terms) or ``"centered"`` (each reward minus
-      its group mean, GRPO's).
+      its group mean, GRPO's);
+    - ``parts``: for a rule whose per-reward parts or weights are its own (SAW's batch weights, ODRPO's threshold
+      sums), ``parts(rewards, weights, num_generations, **options) -> (terms [N, K], weights [K])`` whose weighted
+      sum is its advantage before any batch step; None: ``per_reward``'s terms with the run's weights.
     """
 
     name: str
@@ -46,6 +61,7 @@ class Rule:
     source: str
     options: tuple[str, ...] = ()
     per_reward: str = "normalized"
+    parts: Callable[..., tuple[torch.Tensor, torch.Tensor]] | None = None
 
 
 def _grpo(rewards, weights, num_generations, *, scale: str = "group", eps: float = 1e-4):
@@ -64,11 +80,45 @@ def _gdpo_no_batch_norm(rewards, weights, num_generations, *, eps: float = 1e-4)
     return gdpo_advantages(rewards, weights, num_generations, eps=eps, batch_norm=False)
 
 
+def _mo_grpo(rewards, weights, num_generations, *, eps: float = 1e-4):
+    return mo_grpo_advantages(rewards, weights, num_generations, eps=eps)
+
+
 def _gd2po(rewards, weights, num_generations, *, threshold: float = 0.2, completion_mask=None, eps: float = 1e-4):
     advantages, _ = gd2po_advantages(
         rewards, weights, num_generations, threshold=threshold, completion_mask=completion_mask, eps=eps
     )
     return advantages
+
+
+def _saw_gdpo(rewards, weights, num_generations, *, offsets=None, completion_mask=None, eps: float = 1e-4):
+    return saw_gdpo_advantages(
+        rewards, weights, num_generations, offsets=offsets, completion_mask=completion_mask, eps=eps
+    )
+
+
+def _saw_grpo(rewards, weights, num_generations, *, offsets=None, eps: float = 1e-4):
+    return saw_grpo_advantages(rewards, weights, num_generations, offsets=offsets, eps=eps)
+
+
+def _odrpo(rewards, weights, num_generations, *, thresholds=None, eps: float = 1e-4):
+    return odrpo_advantages(rewards, weights, num_generations, thresholds=thresholds, eps=eps)
+
+
+def _saw_gdpo_parts(rewards, weights, num_generations, *, offsets=None, completion_mask=None, eps: float = 1e-4):
+    weights = torch.as_tensor(weights, dtype=rewards.dtype, device=rewards.device)
+    terms = gdpo_reward_terms(rewards, num_generations, eps=eps)
+    return terms, weights * saw_weights(rewards, weights, offsets=offsets)
+
+
+def _saw_grpo_parts(rewards, weights, num_generations, *, offsets=None, eps: float = 1e-4):
+    weights = torch.as_tensor(weights, dtype=rewards.dtype, device=rewards.device)
+    return center_per_group(rewards, num_generations), weights * saw_weights(rewards, weights, offsets=offsets)
+
+
+def _odrpo_parts(rewards, weights, num_generations, *, thresholds=None, eps: float = 1e-4):
+    weights = torch.as_tensor(weights, dtype=rewards.dtype, device=rewards.device)
+    return odrpo_reward_terms(rewards, num_generations, thresholds, eps=eps), weights
 
 
 RULES: dict[str, Rule] = {
@@ -110,6 +160,38 @@ RULES: dict[str, Rule] = {
             "GDPO's per-reward terms, rollouts whose rewards conflict masked, whitened over the kept tokens",
             "GD2PO, arXiv 2606.16771",
             ("threshold", "completion_mask", "eps"),
+        ),
+        Rule(
+            "mo_grpo",
+            _mo_grpo,
+            "each reward normalized within its group, weighted sum, no batch step (= gdpo_no_batch_norm)",
+            "MO-GRPO, arXiv 2509.22047",
+            ("eps",),
+        ),
+        Rule(
+            "saw_gdpo",
+            _saw_gdpo,
+            "GDPO's per-reward terms weighted by each reward's batch coefficient of variation, whitened (gdpo-h)",
+            "SAW, arXiv 2606.07705 (estimator gdpo-h)",
+            ("offsets", "completion_mask", "eps"),
+            parts=_saw_gdpo_parts,
+        ),
+        Rule(
+            "saw_grpo",
+            _saw_grpo,
+            "rewards weighted by their batch coefficient of variation, summed, normalized within each group (grpo-h)",
+            "SAW, arXiv 2606.07705 (estimator grpo-h)",
+            ("offsets", "eps"),
+            per_reward="centered",
+            parts=_saw_grpo_parts,
+        ),
+        Rule(
+            "odrpo",
+            _odrpo,
+            "each reward split into indicators 1[r >= t], each normalized within its group, summed (no batch step)",
+            "ODRPO, arXiv 2605.12667",
+            ("thresholds", "eps"),
+            parts=_odrpo_parts,
         ),
     )
 }
@@ -156,3 +238,36 @@ def rule_for_settings(
         f"multi_objective_aggregation={aggregation!r} names no rule: use 'normalize_then_sum', "
         f"'sum_then_normalize' or one of {sorted(RULES)}."
     )
+
+
+def rule_options_for(rule: str, reward_funcs: Sequence[Callable], names: Sequence[str], config) -> dict:
+    """The options a run's ``config`` gives ``rule`` beyond :func:`rule_for_settings`': SAW's ``offsets`` (from
+    ``config.saw_offsets`` and each reward's declared range, :func:`gdpo_trl.core.published_rules.saw_offsets_for`)
+    and ODRPO's ``thresholds`` (``config.odrpo_thresholds``, :func:`~gdpo_trl.core.published_rules.odrpo_thresholds_for`),
+    one entry per reward in the order of ``names``. A name that is not a reward raises :class:`InputError` naming
+    the field."""
+    takes = RULES[rule].options
+    ranges = [declared_range(func) for func in reward_funcs]
+    options = {}
+    try:
+        if "offsets" in takes:
+            options["offsets"] = saw_offsets_for(names, ranges, getattr(config, "saw_offsets", None))
+        if "thresholds" in takes:
+            thresholds = odrpo_thresholds_for(names, getattr(config, "odrpo_thresholds", None))
+            if thresholds is not None:
+                options["thresholds"] = thresholds
+    except ValueError as error:
+        raise InputError(str(error)) from None
+    return options
+
+
+def rule_parts(
+    rule: str, rewards: torch.Tensor, weights: torch.Tensor, num_generations: int, options: dict
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``(terms [N, K], weights [K])`` whose weighted sum is ``rule``'s advantage before its batch step, for the
+    shares each reward drives (:func:`gdpo_trl.core.diagnostics.reward_diagnostics`); None where the rule's parts are
+    its ``per_reward`` terms with the run's weights."""
+    parts = RULES[rule].parts
+    if parts is None:
+        return None
+    return parts(rewards, weights, num_generations, **{k: v for k, v in options.items() if k != "scale"})

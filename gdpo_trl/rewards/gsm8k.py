@@ -257,3 +257,10 @@ def last_number_reward(completions, answer=None, **kwargs) -> list[float]:
         1.0 if gold is not None and last_number_answer(text_to_score(c)) == gold else 0.0
         for c, gold in zip(completions, golds, strict=True)
     ]
+
+
+# The values each reward can take (read by rules that need a reward's range: SAW's offsets, ODRPO's thresholds).
+format_reward.reward_range = (0.0, 1.0)
+correctness_reward.reward_range = (0.0, 1.0)
+integer_reward.reward_range = (0.0, 1.0)
+last_number_reward.reward_range = (0.0, 1.0)

@@ -215,3 +215,8 @@ def tool_correctness(completions, answer=None, matching: str = "greedy", **kwarg
             continue
         rewards.append(score_tool_calls(_gold_calls(gold, row), parse_tool_calls(text_to_score(completion)), matching))
     return rewards
+
+
+# The values each reward can take (read by rules that need a reward's range: SAW's offsets, ODRPO's thresholds).
+tool_format.reward_range = (0.0, 1.0)
+tool_correctness.reward_range = (MIN_REWARD, MAX_REWARD)

@@ -21,6 +21,46 @@ GDPO_PAPER = {
 }
 
 
+def _paper(title: str, arxiv_id: str, key: str, authors: str, year: int) -> dict:
+    citation = (
+        f"@article{{{key},\n    title        = {{{{{title}}}}},\n    author       = {{{authors}}},\n"
+        f"    year         = {year},\n    eprint       = {{arXiv:{arxiv_id}}},\n}}"
+    )
+    return {"title": title, "id": arxiv_id, "citation": citation}
+
+
+MO_GRPO_PAPER = _paper(
+    "MO-GRPO: Mitigating Reward Hacking of Group Relative Policy Optimization on Multi-Objective Problems",
+    "2509.22047",
+    "ichihara2025mogrpo",
+    "Yuki Ichihara and Yuu Jinnai and Tetsuro Morimura and Mitsuki Sakamoto and Ryota Mitsuhashi and Eiji Uchibe",
+    2025,
+)
+SAW_PAPER = _paper(
+    "SAW: Stage-Aware Dynamic Weighting for Multi-Objective Reinforcement Learning in Large Language Models",
+    "2606.07705",
+    "he2026saw",
+    "Yuchen He and Baolong Bi and Shenghua Liu and Huaming Liao and Yuyao Ge and Bolin Wan and Siqian Tong and "
+    "Juan Chen and Jiafeng Guo and Xueqi Cheng",
+    2026,
+)
+ODRPO_PAPER = _paper(
+    "ODRPO: Ordinal Decompositions of Discrete Rewards for Robust Policy Optimization",
+    "2605.12667",
+    "patel2026odrpo",
+    "Nirmal Patel and Fei Wang and Inderjit S. Dhillon",
+    2026,
+)
+# The card of a run trained by one of GDPO's published follow-ups (gdpo_trl.core.rules.RULES): the trainer's name,
+# tags and paper as TRL's create_model_card reads them (``_name``, ``_tag_names``, ``_paper``).
+RULE_CARDS: dict[str, tuple[str, list[str], dict]] = {
+    "mo_grpo": ("MO-GRPO", ["trl", "gdpo", "mo-grpo"], MO_GRPO_PAPER),
+    "saw_gdpo": ("SAW (gdpo-h)", ["trl", "gdpo", "saw"], SAW_PAPER),
+    "saw_grpo": ("SAW (grpo-h)", ["trl", "grpo", "saw"], SAW_PAPER),
+    "odrpo": ("ODRPO", ["trl", "odrpo"], ODRPO_PAPER),
+}
+
+
 PROCEDURE = "## Training procedure"
 QUICK_START = "## Quick start"
 # TRL's card data writes this placeholder into the metadata (`licence="license"`, a misspelt field with a dummy value):

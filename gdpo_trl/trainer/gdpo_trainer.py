@@ -37,9 +37,9 @@ from gdpo_trl.core.config import GDPOConfig
 from gdpo_trl.core.config_checks import check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.core.gd2po import gd2po_conflicts
-from gdpo_trl.core.rules import RULES, rule_advantages, rule_for_settings
+from gdpo_trl.core.rules import RULES, rule_advantages, rule_for_settings, rule_options_for, rule_parts
 from gdpo_trl.data.prompt_rows import check_train_rows
-from gdpo_trl.trainer.card import GDPO_PAPER, rewrite_card
+from gdpo_trl.trainer.card import GDPO_PAPER, RULE_CARDS, rewrite_card
 from gdpo_trl.trainer.fast_sampling import exact_sampling
 from gdpo_trl.trainer.gaming_watch import GamingWatch
 from gdpo_trl.trainer.lora_generation import check_merge_for_generation, lora_merged_for_generation
@@ -138,6 +138,10 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             scale_rewards=self.scale_rewards,
             gdpo_batch_norm=args.gdpo_batch_norm,
         )
+        # A published rule's own options (SAW's offsets, ODRPO's thresholds) from the config and the rewards' ranges.
+        self.advantage_options.update(
+            rule_options_for(self.advantage_rule, self.reward_funcs, self.reward_func_names, args)
+        )
         if args.multi_objective_aggregation not in ("normalize_then_sum", "sum_then_normalize"):
             # TRL's own advantages (replaced by ours) need a branch it knows; per-reward rules take GDPO's
             per_reward = RULES[self.advantage_rule].per_reward == "normalized"
@@ -153,7 +157,9 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             check_merge_for_generation(
                 self.accelerator.unwrap_model(self.model), sharded=self.is_deepspeed_enabled or self.is_fsdp_enabled
             )
-        if not (self.uses_gdpo or self._process_slots):  # GRPO's rule trains: the card says GRPO, as GRPOTrainer's
+        if self.advantage_rule in RULE_CARDS and not self._process_slots:  # a published follow-up: its name, paper
+            self._name, self._tag_names, self._paper = RULE_CARDS[self.advantage_rule]
+        elif not (self.uses_gdpo or self._process_slots):  # GRPO's rule trains: the card says GRPO, as GRPOTrainer's
             self._name, self._tag_names, self._paper = GRPOTrainer._name, GRPOTrainer._tag_names, GRPOTrainer._paper
         self.model_card_base_model: str | None = None  # the name the user gave, for a model loaded from a folder
         # Markdown sections before the card's citations; a callable is called each time a card is written (its text
@@ -206,6 +212,12 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
         """Whether advantages are GD2PO's (two or more rewards and ``gd2po``; :func:`gathered_completion_mask`)."""
         return self.advantage_rule == "gd2po"
 
+    @property
+    def whitens_tokens(self) -> bool:
+        """Whether the rule whitens over every process's completion tokens (GD2PO, SAW's ``gdpo-h``), so each batch
+        gathers the token counts (:func:`gathered_completion_mask`)."""
+        return "completion_mask" in RULES[self.advantage_rule].options
+
     def compute_advantages(
         self, rewards: torch.Tensor, num_generations: int, completion_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
@@ -236,6 +248,8 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             options.update(threshold=self.args.gd2po_threshold, completion_mask=self._gd2po_mask)
             _, masked = gd2po_conflicts(rewards, weights, num_generations, **options)
             self._gd2po_keep = ~masked  # the rows it keeps, for the conflict metrics
+        elif self.whitens_tokens:  # SAW's gdpo-h: whitened over the tokens, as verl's masked_whiten in its reference
+            options.update(completion_mask=self._gd2po_mask)
         return rule_advantages(self.advantage_rule, rewards, weights, num_generations, **options)
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -277,7 +291,7 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             return output
 
         self._gd2po_keep = None
-        self._gd2po_mask = gathered_completion_mask(self.accelerator, output) if self.uses_gd2po else None
+        self._gd2po_mask = gathered_completion_mask(self.accelerator, output) if self.whitens_tokens else None
         advantages = self.compute_advantages(rewards, num_generations)
         if advantages.shape != (rewards.shape[0],) or not torch.isfinite(advantages).all():
             raise ValueError(
@@ -317,8 +331,15 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             gdpo=self.uses_gdpo,
             grpo_scale=self.scale_rewards,
             conflict_threshold=self.args.gd2po_threshold,
-            completion_mask=self._gd2po_mask,
+            completion_mask=self._gd2po_mask if self.uses_gd2po else None,
             keep=self._gd2po_keep,
+            parts=rule_parts(
+                self.advantage_rule,
+                rewards,
+                self.reward_weights.to(rewards.device),
+                num_generations,
+                {**self.advantage_options, **({"completion_mask": self._gd2po_mask} if self.whitens_tokens else {})},
+            ),
         )
         self._append_diagnostics(computed, mode)
 
