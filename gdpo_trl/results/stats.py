@@ -406,7 +406,7 @@ def normal_quantile(p: float) -> float:
     return statistics.NormalDist().inv_cdf(p)
 
 
-def test_level(alpha: float = 0.05, rewards: int = 1, holm: bool = True) -> float:
+def planned_level(alpha: float = 0.05, rewards: int = 1, holm: bool = True) -> float:
     """The level each reward's test is planned at: Holm's strictest step, ``alpha / rewards`` (what the first of
     ``rewards`` comparisons must clear; planning every reward for it keeps each one's power whichever comes first),
     or ``alpha`` itself without ``holm``."""
@@ -539,14 +539,14 @@ def seeds_for_power(
     two methods with probability ``power``, when the finals vary between seeds with standard deviation ``sd`` in
     both arms (normal): the least n >= 2 with
 
-        welch_test_power(difference / (sd sqrt(2 / n)), n, test_level(alpha, rewards, holm)) >= power,
+        welch_test_power(difference / (sd sqrt(2 / n)), n, planned_level(alpha, rewards, holm)) >= power,
 
-    at Holm's strictest level ``alpha / rewards`` across ``rewards`` rewards (:func:`test_level`), Welch's power
+    at Holm's strictest level ``alpha / rewards`` across ``rewards`` rewards (:func:`planned_level`), Welch's power
     computed exactly (:func:`welch_test_power`). The normal approximation ``2 (z_{1-level/2} + z_power)^2 sd^2 /
     difference^2`` is a seed or two lower. Cohen's textbook case, difference = sd at 0.05 and 80%, needs 17 per arm
     (as for the pooled t: the two differ only below about ten seeds)."""
     _check_plan(difference, sd, power)
-    level = test_level(alpha, rewards, holm)
+    level = planned_level(alpha, rewards, holm)
     if sd == 0:
         return 2
     return _least(lambda n: _two_sample_power(difference, sd, n, level) >= power, 2, max_seeds)
@@ -573,7 +573,7 @@ def detectable_difference(
     below 2 seeds (no spread, no test)."""
     if seeds < 2:
         return math.inf
-    return _detectable_noncentrality(seeds, test_level(alpha, rewards, holm), power) * sd * math.sqrt(2 / seeds)
+    return _detectable_noncentrality(seeds, planned_level(alpha, rewards, holm), power) * sd * math.sqrt(2 / seeds)
 
 
 def evaluation_size_for_power(
@@ -588,7 +588,7 @@ def evaluation_size_for_power(
     max_problems: int = 10_000_000,
 ) -> int:
     """Problems in one shared evaluation set for a paired test between two runs to detect a true ``difference`` of
-    their mean rewards with probability ``power`` at Holm's strictest level (:func:`test_level`). Give one of:
+    their mean rewards with probability ``power`` at Holm's strictest level (:func:`planned_level`). Give one of:
 
     * ``discordant``, for 0/1 rewards (McNemar's test): the share of problems the two runs score differently
       (p10 + p01, with difference = p10 - p01). Connor's (1987, Biometrics 43:207) formula,
@@ -600,7 +600,7 @@ def evaluation_size_for_power(
     (the problems' noise and the seeds' are different noises: more problems do not replace seeds)."""
     if (discordant is None) == (sd is None):
         raise ValueError("give exactly one of discordant (0/1 rewards) or sd (other rewards)")
-    level = test_level(alpha, rewards, holm)
+    level = planned_level(alpha, rewards, holm)
     if discordant is not None:
         if not 0 < difference <= discordant <= 1 or not 0 < power < 1:
             raise ValueError(

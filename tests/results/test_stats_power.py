@@ -102,7 +102,7 @@ def test_seeds_for_power_hand_values():
     # The answer is the least n: its power reaches 0.8, one fewer does not.
     n = rs.seeds_for_power(0.03, 0.05, rewards=3)
     level = 0.05 / 3
-    assert rs.test_level(0.05, 3) == level
+    assert rs.planned_level(0.05, 3) == level
     for seeds, reached in ((n, True), (n - 1, False)):
         assert (rs.welch_test_power(0.03 / (0.05 * math.sqrt(2 / seeds)), seeds, level) >= 0.8) == reached
     # Above the normal approximation 2 (z + z)^2 sd^2 / d^2 by a seed or two.
