@@ -254,6 +254,27 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tables(result: dict) -> tuple[str, str]:
+    """The JSON and Markdown texts of one task's analysis, as ``analyze`` writes them."""
+    return json.dumps(result, indent=1) + "\n", markdown(result)
+
+
+def from_logs(path: Path) -> tuple[str, str, str]:
+    """One task's ``(task, json text, markdown text)`` recomputed from its committed raw logs
+    (``docs/results/logs/rules_<task>.json.gz``): every run's logged rewards, analysed as ``analyze`` does."""
+    with gzip.open(path, "rt") as file:
+        logs = json.load(file)
+    task, runs = logs["task"], logs["runs"]
+    rewards = TASKS[task]["rewards"]
+    seeds = sorted({int(name.rpartition("-seed")[2]) for name in runs})
+    series = {}
+    for name, state in runs.items():
+        arm, _, seed = name.rpartition("-seed")
+        steps = [entry for entry in state["log_history"] if f"rewards/{rewards[0]}/mean" in entry]
+        series[(arm, int(seed))] = {reward: [entry[f"rewards/{reward}/mean"] for entry in steps] for reward in rewards}
+    return (task, *tables(analyse(task, series, seeds)))
+
+
 def analyze(out_dir: Path, docs_dir: Path, command: str) -> None:
     for task in TASKS:
         seeds = complete_seeds(out_dir, task)
@@ -266,8 +287,9 @@ def analyze(out_dir: Path, docs_dir: Path, command: str) -> None:
             for seed in seeds
         }
         result = analyse(task, series, seeds)
-        (docs_dir / f"{task}.json").write_text(json.dumps(result, indent=1) + "\n")
-        (docs_dir / f"{task}.md").write_text(markdown(result))
+        json_text, md_text = tables(result)
+        (docs_dir / f"{task}.json").write_text(json_text)
+        (docs_dir / f"{task}.md").write_text(md_text)
         logs = {
             "task": task,
             "command": command,
