@@ -111,79 +111,141 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run_pilot(recipe_argv: list[str], recipe, options) -> dict:
-    """Parse and check the recipe as ``gdpo train`` does, sample, score, measure and write; returns ``pilot.json``."""
+    """Read the recipe's settings, sample, score, measure and write; returns ``pilot.json``'s contents."""
     from gdpo_trl.cli.console import quiet_known_warnings
-    from gdpo_trl.recipe.arguments import parse_args
-    from gdpo_trl.run.checks import check_recipe, fit_to_machine
 
     quiet_known_warnings()
-    with input_stage("recipe"):
-        script_args, training_args, model_args = parse_args(recipe_argv, recipe=recipe)
-    check_recipe(script_args, training_args, model_args)
-    fit_to_machine(training_args, model_args)
-    out = Path(options.pilot_dir or f"{training_args.output_dir.rstrip('/')}-pilot")
-    sampled = sample_and_score(script_args, training_args, model_args, options.prompts, options.batch_size)
-    report = measure(sampled, training_args, options.difference)
+    parsed = None if not options.time_step else full_parse(recipe_argv, recipe)  # one step needs the real config
+    settings = recipe_settings(recipe_argv, recipe) if parsed is None else Settings(*parsed)
+    if settings is None:  # the field table does not fit the installed libraries: TRL's parser reads the recipe
+        parsed = full_parse(recipe_argv, recipe)
+        settings = Settings(*parsed)
+    out = Path(options.pilot_dir or f"{settings.output_dir.rstrip('/')}-pilot")
+    sampled = sample_and_score(settings, options.prompts, options.batch_size)
+    report = measure(sampled, settings, options.difference)
     if options.time_step:
-        report["step_time"] = time_one_step(script_args, training_args, model_args, out)
+        report["step_time"] = time_one_step(*parsed, out)
     write_pilot(out, report, sampled)
     print(pilot_table(report), flush=True)
     print(f"Pilot written to {out} (pilot.json, pilot.md, pilot.png, completions.jsonl)", flush=True)
     return report
 
 
-def sample_and_score(script_args, training_args, model_args, prompts: int, batch_size: int) -> dict:
-    """Sample ``num_generations`` completions for ``prompts`` of the recipe's rows and score them as TRL would.
+class Settings:
+    """A recipe's fields by name, looked up in each of ``sources`` in turn (the three parsed dataclasses, or one
+    namespace of the field table's values)."""
 
-    Returns ``{"funcs", "names", "weights", "rewards" [N][K] (None: does not apply), "rows", "settings"}``; ``rows`` holds
-    one entry per completion (prompt index, text, tokens, cut, rewards by name).
-    """
-    from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
-    from gdpo_trl.core.plugins import resolve_model
-    from gdpo_trl.data.sources import environment_factory, load_source_described
-    from gdpo_trl.eval.loading import resolve_model_spec
-    from gdpo_trl.recipe.arguments import build_reward_funcs
-    from gdpo_trl.run.build import source_options
-    from gdpo_trl.run.checks import check_rewards
-    from gdpo_trl.trainer.reward_pipeline import prepare_rewards
+    def __init__(self, *sources):
+        self._sources = sources
 
-    environments = environment_factory(script_args.dataset_name)  # an agent source: multi-turn episodes
-    reward_funcs = build_reward_funcs(script_args)
-    check_rewards(reward_funcs, training_args)
-    prepared = prepare_rewards(reward_funcs, training_args)
-    if prepared.process_slots:
+    def __getattr__(self, name):
+        for source in self._sources:
+            if hasattr(source, name):
+                return getattr(source, name)
+        raise AttributeError(name)
+
+
+def recipe_settings(recipe_argv: list[str], recipe) -> Settings | None:
+    """Every field's value as ``gdpo train`` would read it (defaults, the recipe, the flags), from the field table
+    (:mod:`gdpo_trl.recipe.early_parse`), without importing TRL: its trainer and config take seconds to import, most
+    of a small pilot's time. None where the table does not fit the installed libraries."""
+    import json as json_module
+    from types import SimpleNamespace
+
+    from gdpo_trl.recipe.early_parse import early_parse
+    from gdpo_trl.recipe.field_table import load_table
+
+    table = load_table()
+    if table is None:
+        return None
+    values, path = (None, None) if recipe is None else (recipe.values, recipe.path)
+    with input_stage("recipe"):
+        found = dict(early_parse(recipe_argv, values, path, table).values)
+    for name in ("reward_kwargs", "reward_conditions"):  # JSON on the command line, as the dataclasses parse it
+        if isinstance(found.get(name), str):
+            try:
+                found[name] = json_module.loads(found[name])
+            except ValueError as error:
+                raise InputError(f"{name} is not valid JSON: {error}") from None
+    return Settings(SimpleNamespace(**found))
+
+
+def full_parse(recipe_argv: list[str], recipe) -> tuple:
+    """``gdpo train``'s parse and checks (TrlParser over the three dataclasses): ``(script, training, model)``."""
+    from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.run.checks import check_recipe, fit_to_machine
+
+    with input_stage("recipe"):
+        parsed = parse_args(recipe_argv, recipe=recipe)
+    check_recipe(*parsed)
+    fit_to_machine(parsed[1], parsed[2])
+    return parsed
+
+
+def recipe_rewards(settings) -> list:
+    """The recipe's reward functions as TRL will call them: from the registry (or their files) with
+    ``reward_kwargs``, conditions applied (Eq. 8). A process reward is refused: the rules compared are outcome-level."""
+    from gdpo_trl.rewards import get_reward_funcs
+    from gdpo_trl.rewards.conditioned import apply_reward_conditions
+    from gdpo_trl.rewards.process import is_process_reward
+
+    with input_stage("rewards", ValueError):
+        funcs = apply_reward_conditions(get_reward_funcs(settings.reward_funcs, settings.reward_kwargs),
+                                        settings.reward_conditions)  # fmt: skip
+    if any(is_process_reward(f) for f in funcs):
         raise InputError(
             "gdpo pilot compares outcome-level rules; this recipe has a process reward (token-level advantages): "
             "pilot it with the outcome rewards alone, or compare over seeds"
         )
-    funcs = prepared.funcs
+    if settings.reward_weights is not None and len(settings.reward_weights) != len(funcs):
+        raise InputError(
+            f"reward_weights has {len(settings.reward_weights)} values for {len(funcs)} reward functions: give one "
+            "weight per reward function"
+        )
+    return funcs
+
+
+def sample_and_score(settings, prompts: int, batch_size: int) -> dict:
+    """Sample ``num_generations`` completions for ``prompts`` of the recipe's rows and score them as TRL would.
+
+    Returns ``{"funcs", "names", "weights", "rewards" [N][K] (None: does not apply), "rows", "settings"}``; ``rows``
+    holds one entry per completion (prompt index, text, tokens, cut, rewards by name).
+    """
+    from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
+    from gdpo_trl.core.plugins import resolve_model
+    from gdpo_trl.data.sources import environment_factory, load_source_described, source_options
+    from gdpo_trl.eval.loading import resolve_model_spec
+
+    environments = environment_factory(settings.dataset_name)  # an agent source: multi-turn episodes
+    funcs = recipe_rewards(settings)
     with input_stage("model or dataset", OSError):
-        model_path = resolve_model(model_args.model_name_or_path or "")
-        dataset, _ = load_source_described(script_args.dataset_name, **source_options(script_args))
+        model_path = resolve_model(settings.model_name_or_path or "")
+    with input_stage("dataset", (OSError, ValueError)):
+        dataset, _ = load_source_described(settings.dataset_name, **source_options(settings))
     if len(dataset) < prompts:
         raise InputError(f"--prompts {prompts}: the recipe's data has only {len(dataset)} rows; ask for fewer")
-    dataset = dataset.shuffle(seed=training_args.seed).select(range(prompts))
+    dataset = dataset.shuffle(seed=settings.seed).select(range(prompts))
     dtype = "auto"
-    if training_args.cpu_dtype is not None and trains_on_cpu(training_args):
-        dtype = cpu_dtype_choice(training_args.cpu_dtype)[0]
-    if training_args.cpu_threads is not None:
+    if settings.cpu_dtype is not None and trains_on_cpu(settings):
+        dtype = cpu_dtype_choice(settings.cpu_dtype)[0]
+    if settings.cpu_threads is not None:
         import torch
 
-        torch.set_num_threads(training_args.cpu_threads)
+        torch.set_num_threads(settings.cpu_threads)
     spec = resolve_model_spec(model_path)
-    settings = generation_settings(training_args, batch_size)
+    sampling = generation_settings(settings, batch_size)
     names = [getattr(f, "__name__", type(f).__name__) for f in funcs]
     start = time.perf_counter()
     if environments is not None:
-        turns = (training_args.max_tool_calling_iterations or 3) + 1  # TRL's iterations, plus the first turn
+        turns = (settings.max_tool_calling_iterations or 3) + 1  # TRL's iterations, plus the first turn
         by_name = dict(zip(names, funcs, strict=True))
-        rewards, rows, names, backend = episodes(spec, dataset, environments, settings, by_name, dtype, turns)
+        rewards, rows, names, backend = episodes(spec, dataset, environments, sampling, by_name, dtype, turns)
     else:
-        completions, backend = generate(spec, list(dataset["prompt"]), settings, dtype, training_args.use_vllm)
+        completions, backend = generate(spec, list(dataset["prompt"]), sampling, dtype, settings.use_vllm)
         rewards, rows = score(funcs, names, dataset, completions)
     generation_time = time.perf_counter() - start
     # An environment's own get_reward joins the rewards with weight 1, as TRL appends it.
-    weights = list(training_args.reward_weights or [1.0] * len(funcs)) + [1.0] * (len(names) - len(funcs))
+    weights = list(settings.reward_weights or [1.0] * len(funcs)) + [1.0] * (len(names) - len(funcs))
     return {
         "funcs": funcs,
         "names": names,
@@ -191,34 +253,34 @@ def sample_and_score(script_args, training_args, model_args, prompts: int, batch
         "rewards": rewards,
         "rows": rows,
         "settings": {
-            "model": model_args.model_name_or_path,
-            "dataset": script_args.dataset_name,
+            "model": settings.model_name_or_path,
+            "dataset": settings.dataset_name,
             "prompts": prompts,
-            "num_generations": training_args.num_generations,
-            "temperature": settings.temperature,
-            "top_p": settings.top_p,
-            "max_completion_length": settings.max_new_tokens,
-            "seed": training_args.seed,
+            "num_generations": settings.num_generations,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_completion_length": sampling.max_new_tokens,
+            "seed": settings.seed,
             "backend": backend,
             "dtype": dtype,
-            "multi_objective_aggregation": training_args.multi_objective_aggregation,
+            "multi_objective_aggregation": settings.multi_objective_aggregation,
             "generation_time_s": round(generation_time, 2),
         },
     }
 
 
-def generation_settings(training_args, batch_size: int):
+def generation_settings(settings, batch_size: int):
     """The recipe's sampling, as ``gdpo eval`` takes it: ``num_generations`` samples per prompt at the recipe's
     temperature and top-p, ``max_completion_length`` new tokens, seeded with the recipe's seed."""
     from gdpo_trl.eval.settings import GenerationSettings
 
     return GenerationSettings(
-        n=training_args.num_generations,
-        temperature=training_args.temperature,
-        top_p=training_args.top_p,
-        max_new_tokens=training_args.max_completion_length,
+        n=settings.num_generations,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        max_new_tokens=settings.max_completion_length,
         batch_size=batch_size,
-        seed=training_args.seed,
+        seed=settings.seed,
     )
 
 
@@ -282,19 +344,9 @@ def score(funcs: list, names: list[str], dataset, completions: list[list]) -> tu
             texts.append([{"role": "assistant", "content": completion.text}] if chat else completion.text)
             ids.append(list(completion.token_ids))
             meta.append((index, completion))
-    state = TrainerState()
-    scored = [
-        func(
-            prompts=prompts,
-            completions=texts,
-            completion_ids=ids,
-            trainer_state=state,
-            log_extra=lambda *a, **k: None,
-            log_metric=lambda *a, **k: None,
-            **columns,
-        )
-        for func in funcs
-    ]
+    inputs = {"prompts": prompts, "completions": texts, "completion_ids": ids, "trainer_state": TrainerState(),
+              "log_extra": lambda *a, **k: None, "log_metric": lambda *a, **k: None, **columns}  # fmt: skip
+    scored = [call_reward(func, name, inputs, len(texts)) for func, name in zip(funcs, names, strict=True)]
     rewards = [[scored[k][i] for k in range(len(funcs))] for i in range(len(texts))]
     rows = [
         {
@@ -309,7 +361,35 @@ def score(funcs: list, names: list[str], dataset, completions: list[list]) -> tu
     return rewards, rows
 
 
-def measure(sampled: dict, training_args, difference: float) -> dict:
+def where_defined(func) -> str:
+    """``file:line`` of a reward function (through ``functools.partial``), for messages."""
+    import functools
+    import inspect
+
+    while isinstance(func, functools.partial):
+        func = func.func
+    try:
+        return f"{inspect.getsourcefile(func)}:{inspect.getsourcelines(func)[1]}"
+    except (OSError, TypeError):
+        return type(func).__name__
+
+
+def call_reward(func, name: str, inputs: dict, count: int) -> list:
+    """One reward over every completion; one that raises or returns other than ``count`` values is named, with where
+    it is defined, as training would name it."""
+    try:
+        values = list(func(**inputs))
+    except Exception as error:  # noqa: BLE001 - the user's code: named in one line
+        raise InputError(f"reward {name} ({where_defined(func)}) raised {type(error).__name__}: {error}") from error
+    if len(values) != count:
+        raise InputError(
+            f"reward {name} ({where_defined(func)}) returned {len(values)} values for {count} completions: return "
+            "one float (or None) per completion"
+        )
+    return values
+
+
+def measure(sampled: dict, settings, difference: float) -> dict:
     """Every figure of the report from the sampled rewards (:mod:`gdpo_trl.results.pilot`)."""
     import torch
 
@@ -318,8 +398,8 @@ def measure(sampled: dict, training_args, difference: float) -> dict:
     matrix = torch.tensor(
         [[math.nan if v is None else float(v) for v in row] for row in sampled["rewards"]], dtype=torch.float64
     )
-    options = options_for_rules(sampled["funcs"], sampled["names"], training_args)
-    figures = pilot_figures(matrix, sampled["names"], sampled["weights"], training_args.num_generations, options)
+    options = options_for_rules(sampled["funcs"], sampled["names"], settings)
+    figures = pilot_figures(matrix, sampled["names"], sampled["weights"], settings.num_generations, options)
     tokens = [row["num_tokens"] for row in sampled["rows"]]
     settings = {
         **sampled["settings"],

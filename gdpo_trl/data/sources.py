@@ -259,3 +259,23 @@ def load_rows(
 
         rows = with_system_prompt(gsm8k_rows(raw, name, size), system_prompt)
     return rows, format_line(name, kind, raw.column_names, rows, system_prompt is not None)
+
+
+def source_options(script_args) -> dict:
+    """``load_source`` options from a recipe's data fields (its script arguments, or any object with their names:
+    ``gdpo pilot`` reads them from the field table): generated sources take a size and a seed; the recipe's
+    ``system_prompt`` and ``dataset_path`` go through as given (``load_source`` refuses them where they do not apply)."""
+    limit = script_args.max_train_samples
+    common = {"system_prompt": script_args.system_prompt, "path": script_args.dataset_path}
+    if script_args.dataset_format != "auto":  # named sources refuse it (load_source)
+        common["dataset_format"] = script_args.dataset_format
+    if is_generated(script_args.dataset_name):
+        if script_args.dataset_train_split != "train":  # it would be ignored: the problems come from synthetic_seed
+            raise InputError(
+                f"dataset_train_split {script_args.dataset_train_split!r} does not apply to the generated source "
+                f"{script_args.dataset_name!r}, whose training problems come from synthetic_seed: leave it 'train'."
+            )
+        size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
+        return {"split": "train", "size": size, "seed": script_args.synthetic_seed, **common}
+    split, config = script_args.dataset_train_split, script_args.dataset_config or "main"
+    return {"split": split, "size": limit, "config": config, **common}

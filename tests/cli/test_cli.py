@@ -177,7 +177,7 @@ def test_summary_averages_the_ends_of_a_longer_run():
 def test_dataset_sources():
     from gdpo_trl.data.sources import load_source
     from gdpo_trl.recipe.arguments import GDPOScriptArguments
-    from gdpo_trl.run.build import source_options
+    from gdpo_trl.data.sources import source_options
 
     def load_dataset_for(args):
         return load_source(args.dataset_name, **source_options(args))

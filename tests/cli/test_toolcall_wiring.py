@@ -10,7 +10,7 @@ from gdpo_trl.cli.evaluate import main as eval_main
 from gdpo_trl.cli.train import main as train_main
 from gdpo_trl.data.sources import load_source
 from gdpo_trl.recipe.arguments import parse_args
-from gdpo_trl.run.build import source_options
+from gdpo_trl.data.sources import source_options
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_RECIPE = {

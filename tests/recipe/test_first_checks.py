@@ -56,7 +56,7 @@ def test_the_full_parser_refuses_the_same(flags, words):
         check_recipe(script_args, training_args, model_args)
         build_reward_funcs(script_args)
         if "--dataset_train_split" in flags:
-            from gdpo_trl.run.build import source_options
+            from gdpo_trl.data.sources import source_options
 
             source_options(script_args)
 

@@ -1,0 +1,111 @@
+"""What ``gdpo pilot`` costs against ``gdpo eval`` generating as many completions with the same settings.
+
+The pilot is one generation pass plus scoring and arithmetic on an ``[N, K]`` matrix, so it should cost what sampling
+the same completions with ``gdpo eval`` costs (target: at most 1.1x). For each recipe this runs, side by side and
+alternating which goes first, ``gdpo pilot --config R --prompts P`` and ``gdpo eval`` on the recipe's model with the
+recipe's ``num_generations``, temperature, top-p, ``max_completion_length``, dtype, seed and system prompt for P
+prompts of the same data source, both in batches of P prompts and with one torch thread. It prints each command's
+wall time (the whole process: imports, model load, generation, scoring, writing) and its generation time as the
+command reports it, and the ratios of the medians. The prompts are not the same rows (the pilot draws them shuffled
+from the training split, ``gdpo eval`` takes the first P of its split), so compare lengths too.
+
+    python scripts/benchmark_pilot.py                      # the demo recipe and SmolLM2's, 3 rounds
+    python scripts/benchmark_pilot.py --recipes cpu/gdpo --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def recipe_settings(recipe: str) -> dict:
+    """The sampling a recipe trains with, as gdpo train parses it (defaults included)."""
+    from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.recipe.names import resolve_config_flag
+
+    script, training, model = parse_args(resolve_config_flag(["--config", recipe]))
+    dtype = "auto"
+    if training.cpu_dtype is not None:
+        from gdpo_trl.core.cpu_speed import cpu_dtype_choice
+
+        dtype = cpu_dtype_choice(training.cpu_dtype)[0]
+    return {
+        "model": model.model_name_or_path,
+        "dataset": script.dataset_name,
+        "system_prompt": script.system_prompt,
+        "n": training.num_generations,
+        "temperature": training.temperature,
+        "top_p": training.top_p,
+        "max_new_tokens": training.max_completion_length,
+        "seed": training.seed,
+        "dtype": dtype,
+    }
+
+
+def timed(command: list[str]) -> float:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    start = time.perf_counter()
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    return time.perf_counter() - start
+
+
+def one_round(recipe: str, settings: dict, prompts: int, folder: Path, pilot_first: bool) -> dict:
+    gdpo = str(Path(sys.executable).with_name("gdpo"))
+    pilot_dir, eval_dir = folder / "pilot", folder / "eval"
+    pilot = [gdpo, "pilot", "--config", recipe, "--prompts", str(prompts), "--batch_size", str(prompts),
+             "--cpu_threads", "1", "--pilot_dir", str(pilot_dir)]  # fmt: skip
+    evaluation = [gdpo, "eval", "--model", settings["model"], "--dataset", settings["dataset"], "--split", "train",
+                  "--limit", str(prompts), "--n", str(settings["n"]), "--temperature", str(settings["temperature"]),
+                  "--top_p", str(settings["top_p"]), "--max_new_tokens", str(settings["max_new_tokens"]),
+                  "--batch_size", str(prompts), "--seed", str(settings["seed"]), "--dtype", settings["dtype"],
+                  "--output_dir", str(eval_dir), "--overwrite"]  # fmt: skip
+    if settings["system_prompt"] is not None:
+        evaluation += ["--system_prompt", settings["system_prompt"]]
+    order = [("pilot", pilot), ("eval", evaluation)] if pilot_first else [("eval", evaluation), ("pilot", pilot)]
+    found = {}
+    for name, command in order:
+        found[f"{name}_wall_s"] = timed(command)
+    report = json.loads((pilot_dir / "pilot.json").read_text())
+    summary = json.loads((eval_dir / "summary.json").read_text())
+    found["pilot_generation_s"] = report["settings"]["generation_time_s"]
+    found["eval_generation_s"] = summary["generation_time_s"]
+    found["pilot_mean_tokens"] = report["settings"]["mean_tokens"]
+    found["eval_mean_tokens"] = summary["metrics"]["mean_completion_tokens"]
+    return found
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--recipes", nargs="+", default=["cpu/gdpo", "cpu/smollm2_gdpo"])
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    for recipe in args.recipes:
+        settings = recipe_settings(recipe)
+        rounds = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for r in range(args.rounds):
+                rounds.append(one_round(recipe, settings, args.prompts, Path(tmp) / str(r), pilot_first=r % 2 == 0))
+        median = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+        print(f"{recipe}: {args.prompts} prompts x {settings['n']} completions, {settings['max_new_tokens']} new "
+              f"tokens, {args.rounds} rounds (medians)")  # fmt: skip
+        print(f"  wall time        pilot {median['pilot_wall_s']:.1f} s   eval {median['eval_wall_s']:.1f} s   "
+              f"ratio {median['pilot_wall_s'] / median['eval_wall_s']:.2f}")  # fmt: skip
+        print(f"  generation time  pilot {median['pilot_generation_s']:.1f} s   eval "
+              f"{median['eval_generation_s']:.1f} s   ratio "
+              f"{median['pilot_generation_s'] / median['eval_generation_s']:.2f}")  # fmt: skip
+        print(f"  mean tokens      pilot {median['pilot_mean_tokens']:.1f}   eval {median['eval_mean_tokens']:.1f}")
+
+
+if __name__ == "__main__":
+    main()
