@@ -25,6 +25,15 @@ COMMAND_ENV = "GDPO_TRL_COMMAND"
 
 def method_line(trainer, training_args) -> str:
     """What computed the advantages, in words, with the recipe fields that chose it."""
+    from gdpo_trl.core.rules import RULES
+    from gdpo_trl.trainer.card import RULE_CARDS
+
+    rule = getattr(trainer, "advantage_rule", None)
+    if rule in RULE_CARDS and trainer._name == RULE_CARDS[rule][0]:  # a published follow-up (docs/rules.md)
+        return (
+            f"{trainer._name}: {RULES[rule].summary} (`multi_objective_aggregation: "
+            f"{training_args.multi_objective_aggregation}`; {RULES[rule].source})."
+        )
     if trainer._name == "GDPO":
         return (
             "GDPO: each reward normalized within its group of completions, the weighted sum then normalized over the "

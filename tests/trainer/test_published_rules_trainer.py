@@ -94,6 +94,11 @@ def test_the_model_card_names_the_rule_and_its_paper(tiny_model_path, tmp_path, 
     trainer.create_model_card()
     card = (tmp_path / "README.md").read_text()
     assert paper["title"] in card and f"arXiv:{paper['id']}" in card and name in card
+    from gdpo_trl.cli.model_card import method_line  # the "Training procedure" line gdpo train's card writes
+
+    assert method_line(trainer, config) == (
+        f"{name}: {RULES[rule].summary} (`multi_objective_aggregation: {rule}`; {RULES[rule].source})."
+    )
 
 
 @pytest.mark.parametrize("rule", ["saw_gdpo", "odrpo"])
