@@ -24,6 +24,11 @@ METHODS: dict[str, dict] = {
     "gdpo": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group"),
     "gdpo_no_bn": dict(multi_objective_aggregation="normalize_then_sum", scale_rewards="group", gdpo_batch_norm=False),
     "gd2po": dict(multi_objective_aggregation="gd2po", scale_rewards="group"),  # threshold: the recipe's
+    # GDPO's published follow-ups (docs/rules.md); SAW's offsets and ODRPO's thresholds: the recipe's, or defaults
+    "mo_grpo": dict(multi_objective_aggregation="mo_grpo", scale_rewards="group"),
+    "saw_gdpo": dict(multi_objective_aggregation="saw_gdpo", scale_rewards="group"),
+    "saw_grpo": dict(multi_objective_aggregation="saw_grpo", scale_rewards="group"),
+    "odrpo": dict(multi_objective_aggregation="odrpo", scale_rewards="group"),
     "gdpo_outcome_only": dict(
         multi_objective_aggregation="normalize_then_sum", scale_rewards="group", outcome_only=True
     ),
@@ -34,6 +39,10 @@ LABELS = {
     "gdpo": "GDPO",
     "gdpo_no_bn": "GDPO w/o batch norm",
     "gd2po": "GD2PO",
+    "mo_grpo": "MO-GRPO",
+    "saw_gdpo": "SAW (gdpo-h)",
+    "saw_grpo": "SAW (grpo-h)",
+    "odrpo": "ODRPO",
     "gdpo_outcome_only": "GDPO outcome only",
 }
 
