@@ -27,6 +27,12 @@ FIGURE = re.compile(
 MEASURED = re.compile(
     r"<!-- measured (\d{4}-\d{2}-\d{2}), ([^:]+?): (?:figures (?P<names>[^:]+?): )?(?P<command>\S.*?) -->"
 )
+# Whole numbers in prose are figures too where they count something: one grouped by thousands ("1,169") and both
+# numbers of "N of M" ("47 of 60", "47 of GDPO's 60 groups", "14 of the 30"), so a one-digit edit of either fails;
+# not a position ("step 12 of 30", "steps 10 and 11 of 20") or a window ("the last 5 of 40 steps").
+OF_PAIR = re.compile(
+    r"(?<![\w.\-/@=:])(?<!step )(?<!steps )(?<!and )(?<!last )(?<!first )(\d+(?:,\d{3})*) of (?:(?:the|its|their|all|them|GDPO's|GRPO's) )?(\d+(?:,\d{3})*)\b"
+)
 CITED = re.compile(r"<!-- cited: (?:figures (?P<names>[^:]+?): )?(?P<command>\S.*?) -->")  # the same, for a citation
 FENCE = re.compile(r"^\s*```\s*(\S*)")
 HEADING = re.compile(r"^(#{1,6}) (.*)")
@@ -136,10 +142,12 @@ def figures_in(text: str, rel: str) -> list[Figure]:
             for group in (1, 2):  # keyed by where the number's digits start, as FIGURE's "num" group is
                 paired[m.start(group) + (m.group(group)[0] in "+-−")] = pair
         cells = {i for i, c in enumerate(prose) if c == "|"} if prose.lstrip().startswith("|") else set()
+        counted = {m.start(g) for m in OF_PAIR.finditer(prose) for g in (1, 2)}
         for m in FIGURE.finditer(prose):
             num = m.group("num")
             in_cell = bool(cells) and _whole_cell(prose, m.start(), m.end(), cells)
-            if not ("." in num or m.group("pct") or m.group("unit") or in_cell):
+            counts = "," in num or m.start("num") in counted
+            if not ("." in num or m.group("pct") or m.group("unit") or in_cell or counts):
                 continue
             for number in filter(None, (num, m.group("to"))):
                 found.append(

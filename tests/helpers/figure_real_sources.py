@@ -104,3 +104,39 @@ def h9_pilot(tmp) -> str:
     """Study H9's pilot (docs/results/qwen_pilot.json, which tests/studies/test_qwen_study.py recomputes from the
     committed completions), for docs/qwen.md and H9's pre-registration."""
     return analysis_text("qwen_pilot")
+
+
+H9 = ROOT / "docs" / "results" / "qwen_gdpo_grpo"
+H9_RUNS = [f"{arm}-seed{seed}" for arm in ("gdpo", "grpo") for seed in (0, 1, 2)]
+
+
+def _h9_completions(folder: str) -> list[dict]:
+    with gzip.open(H9 / folder / "completions.jsonl.gz", "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def h9_audit(tmp):
+    """H9's counts as its audit states them, recomputed from the committed evaluations and logs: the six trained
+    evaluations' completions, those whose think block has no line break (and those holding only a number), the
+    problems each run and the start solved, McNemar's exact p of each run against the start paired by problem, and
+    the training groups whose eight completions all scored the same correctness (per arm, of 60)."""
+    import re
+
+    from gdpo_trl.results.stats import mcnemar
+
+    think = re.compile(r"<think>\n?(.*?)\n?</think>", re.S)
+    texts = [t for run in H9_RUNS for row in _h9_completions(f"eval-{run}") for t in row["completions"]]
+    bodies = [m.group(1) for t in texts if (m := think.search(t))]
+    one_line = [b for b in bodies if "\n" not in b]
+    found = [len(texts), len(one_line), sum(bool(re.fullmatch(r"\s*-?[0-9][0-9,.]*\s*", b)) for b in one_line)]
+    start = [row["rewards"][0]["correctness"] for row in _h9_completions("eval-start")]
+    found.append(sum(start))
+    for run in H9_RUNS:
+        solved = [row["rewards"][0]["correctness"] for row in _h9_completions(f"eval-{run}")]
+        found += [sum(solved), mcnemar(start, solved).p]
+    with gzip.open(ROOT / "docs" / "results" / "logs" / "qwen_gdpo_grpo.json.gz", "rt", encoding="utf-8") as f:
+        runs = json.load(f)["runs"]
+    for arm in ("gdpo", "grpo"):
+        steps = [e for name, log in runs.items() if name.startswith(arm) for e in log if "step_time" in e]
+        found += [round(sum(2 * e["rewards/correctness_reward/frac_zero_std"] for e in steps)), 2 * len(steps)]
+    return found

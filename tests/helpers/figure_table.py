@@ -8,7 +8,14 @@ their entries name both (:data:`PAGE`). A section is a regular expression search
 from __future__ import annotations
 
 from tests.helpers.figure_printed import demo_printout
-from tests.helpers.figure_real_sources import h8_study, h9_pilot, h9_study, real_model_counts, real_model_steps
+from tests.helpers.figure_real_sources import (
+    h8_study,
+    h9_audit,
+    h9_pilot,
+    h9_study,
+    real_model_counts,
+    real_model_steps,
+)
 from tests.helpers.figure_sources import (
     advantage_groups,
     advantage_rows,
@@ -92,6 +99,10 @@ SOURCES = [
     (r"docs/qwen\.md", r"H9's answer", [h9_study]),
     (r"README\.md", r"## Results$", [h9_study]),
     (r"docs/results/README\.md", r"### H9,", [h9_study, h8_study]),  # H9's section quotes H8's conflict shares
+    # H9's counts as its audit states them (whole numbers in prose: 1,169 of 1,200, 47 of 60), from the committed files.
+    (r"docs/results/README\.md", r"### H9,", [h9_audit]),
+    (r"docs/qwen\.md", r"H9", [h9_audit]),
+    (r"README\.md", r"## Results$", [h9_audit]),
     (r"docs/results/reproducibility\.md", r".", [cross_cpu, shipped_records]),
     (PAGE, r"Advantage collapse", [advantage_groups]),
     (PAGE, r"Process rewards", [worked_example]),
@@ -172,6 +183,7 @@ SETTINGS: dict[str, dict[str, str]] = {
         "80 s": "H6's target length of a run, from its pilot, " + _PREREGISTERED,
         "50 s": "the estimate of a GSM8K-style run that set the study's lengths, " + _PREREGISTERED,
         "35-40 min": "the estimate of 30 tool runs of 60 steps that set the study's lengths, " + _PREREGISTERED,
+        "3,000": "the draws of H9's power simulation, " + _PREREGISTERED,
     },
     "README.md": {
         "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
@@ -186,6 +198,15 @@ SETTINGS: dict[str, dict[str, str]] = {
     },
     "docs/evaluation.md": {
         "10%": "gdpo compare's --gain default: its steps-to column's threshold, a share of each reward's range",
+    },
+    # Sizes of data and of test batteries, written as whole numbers grouped by thousands (counted as figures).
+    "docs/gsm8k_fidelity.md": {"2,000": "the seeded battery's size in tests/rewards/test_rewards_gsm8k_reference.py"},
+    "docs/qwen.md": {"491,400,064": "the GGUF file's size in bytes, a constant of gdpo_trl/models/qwen_gguf.py"},
+    "docs/real_model.md": {"1,319": "GSM8K's test set (openai/grade-school-math test.jsonl), as published"},
+    "docs/toolcall.md": {
+        "1,000": "BFCL's AST entries (400 + 200 + 200 + 200), the data tests/eval/test_eval_bfcl_all.py renders",
+        "1,500": "the seeded battery's size in tests/rewards/test_rewards_toolcall_parity.py",
+        "4,000": "the traces the toolcall warm start is fine-tuned on (its recipe's steps x batch size)",
     },
     "docs/training.md": {
         "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
