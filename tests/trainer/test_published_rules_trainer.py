@@ -101,7 +101,7 @@ def test_the_model_card_names_the_rule_and_its_paper(tiny_model_path, tmp_path, 
     )
 
 
-@pytest.mark.parametrize("rule", ["saw_gdpo", "odrpo"])
+@pytest.mark.parametrize("rule", NEW_RULES)
 def test_a_resumed_run_goes_on_as_the_uninterrupted_one(tiny_model_path, tmp_path, rule):
     """Two steps in one go, against one step, a checkpoint, and a second trainer resuming from it: the second step's
     logged loss, rewards and SAW weights are the same (the rules keep no state between batches; the options come
