@@ -106,6 +106,9 @@ def train(recipe_argv: list[str], recipe: Recipe | None) -> None:
     check_fsdp_engaged()  # an FSDP config on a CPU-only machine would silently run DDP
     setup_logging(training_args.get_process_log_level())
     bound_completions_logging(training_args, recipe_argv)
+    from gdpo_trl.run.fingerprints import check_same_rewards
+
+    check_same_rewards(script_args)  # under several processes: each runs rank 0's reward code, or the run stops
 
     def on_built(trainer) -> None:
         use_compact_progress(trainer)

@@ -105,6 +105,14 @@ class GDPOScriptArguments(ScriptArguments):
         default=None,
         metadata={"help": "Keep only the first N training examples (quick runs and debugging). Default: all."},
     )
+    resume_with_changed_sources: bool = field(
+        default=False,
+        metadata={
+            "help": "Resume even though a reward's source file or a data file changed since the checkpoint was "
+            "saved (every checkpoint records their SHA-256; a resume whose files changed is refused by default, "
+            "naming them). The remaining steps train with the new files. Default: false."
+        },
+    )
 
     def __post_init__(self):  # TRL's ScriptArguments has none of its own
         check_script_args(self)

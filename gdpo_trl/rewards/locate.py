@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -272,6 +273,34 @@ def load_file(spec: str, path: Path):
     return sys.modules[name]
 
 
+# SHA-256 of each reward source file as this process read it when it imported it (path -> digest).
+_imported: dict[str, str] = {}
+
+
+def remember_source(path: str | None) -> None:
+    """Record ``path``'s SHA-256 the first time it is seen: right after its import, what the process runs."""
+    if not path:
+        return
+    key = str(Path(path).resolve())
+    if key in _imported:
+        return
+    digest = hashlib.sha256()
+    try:
+        with open(key, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    except OSError:
+        return
+    _imported[key] = digest.hexdigest()
+
+
+def imported_sha256(path: str) -> str:
+    """The SHA-256 of reward source ``path`` as this process imported it (read now if it was imported before this
+    module kept count: a built-in reward's module); "" where it cannot be read."""
+    remember_source(path)
+    return _imported.get(str(Path(path).resolve()), "")
+
+
 def import_reward(spec: str) -> Callable:
     """The function an import path or a file spelling names (see the module docstring). Raises ``InputError`` in
     one line for a malformed spelling, a module or file that is not there or fails to import, a missing attribute
@@ -287,4 +316,5 @@ def import_reward(spec: str) -> Callable:
         raise missing_attribute(spec, where, attr, dir(module)) from None
     if not callable(obj):
         raise InputError(f"reward path {spec!r}: {attr!r} is a {type(obj).__name__}, which is not callable")
+    remember_source(getattr(module, "__file__", None))  # the file as this process ran it (gdpo_trl.run.fingerprints)
     return obj

@@ -28,6 +28,7 @@ import logging
 from pathlib import Path
 
 from gdpo_trl.core.errors import GDPOError, InputError
+from gdpo_trl.run.fingerprints import SOURCE_KEYS, changed_sources, source_fingerprints
 from gdpo_trl.storage.final_model import settle_final_model
 
 logger = logging.getLogger("gdpo_trl.run.resume_settings")
@@ -50,6 +51,7 @@ IGNORED = (
     "output_dir", "resume_from_checkpoint", "overwrite_output_dir", "logging_dir", "run_name", "hub_token",
     "push_to_hub_token", "debug", "local_rank", "deepspeed", "fsdp", "fsdp_config", "accelerator_config",
     "ddp_backend", "ddp_timeout", "use_cpu", "restore_callback_states_from_checkpoint", "model_init_kwargs",
+    "resume_with_changed_sources", *SOURCE_KEYS,  # the sources are compared on their own (changed_sources)
 )  # fmt: skip
 # The class each refused field is named with (any other refused field is "other").
 CLASSES = {
@@ -93,6 +95,7 @@ def recipe_record(script_args, training_args, model_args) -> dict:
     for args in (model_args, script_args):
         record.update({f.name: getattr(args, f.name) for f in dataclasses.fields(args)})
     record.update(training_args.to_dict())  # masks tokens; the training fields win a shared name
+    record.update(source_fingerprints(script_args))  # each reward's source file and each data file, by SHA-256
     return json_safe({k: v for k, v in record.items() if not k.startswith("_")})
 
 
@@ -163,6 +166,27 @@ def check_not_finished(output_dir: Path, checkpoint: Path, training_args) -> Non
     )
 
 
+def check_sources(folder: Path, saved: dict, now: dict, accepted: bool) -> None:
+    """Refuse a resume whose reward files or data files changed since ``folder`` was saved, naming each, unless the
+    recipe says so (``resume_with_changed_sources``): then one line says what the run goes on with."""
+    changes = changed_sources(saved, now)
+    if not changes:
+        return
+    if accepted:
+        logger.warning(
+            "Resuming from %s with changed sources, as resume_with_changed_sources asks: %s; the steps from here on "
+            "are trained with them (the new fingerprints are recorded).",
+            folder.name,
+            "; ".join(changes),
+        )
+        return
+    raise InputError(
+        f"resume_from_checkpoint: {folder.name} was trained with other code or data: {'; '.join(changes)}. A resume "
+        "would go on with rewards or rows the run did not start with: start over (--overwrite_output_dir true, or a "
+        "new --output_dir), or say so with --resume_with_changed_sources true."
+    )
+
+
 def check_resume_settings(checkpoint: str | None, script_args, training_args, model_args) -> list[str]:
     """Before the model loads: stop a finished run, refuse changed settings that a resume cannot apply exactly, and
     name the changes it applies (see the module docstring for which are which). Returns the applied fields."""
@@ -178,7 +202,9 @@ def check_resume_settings(checkpoint: str | None, script_args, training_args, mo
             folder.name,
         )
         return []
-    changes = changed_fields(saved, recipe_record(script_args, training_args, model_args))
+    now = recipe_record(script_args, training_args, model_args)
+    check_sources(folder, saved, now, getattr(script_args, "resume_with_changed_sources", False))
+    changes = changed_fields(saved, now)
     refused = [c for c in changes if c[0] not in APPLIED]
     if refused:
         raise InputError(

@@ -341,3 +341,188 @@ def test_c_qw_kill_save(capsys, qwen_cache):
     assert cached_build(target, build) == target
     assert not dead.exists() and running.exists() and (target / "config.json").is_file()
     assert f"Removed {dead} (2 MB), left by a build of {target.name} that was stopped." in capsys.readouterr().err
+
+
+# --- a resume that notices changed code and data ------------------------------------------------------------------
+
+
+def recorded_run(tmp_path, recipe: dict, module: str):
+    """A checkpoint-2 whose trainer_state.json records ``recipe`` as a run records it (RecipeRecord), fingerprints
+    included; returns the recipe file. The reward module ``module`` is then forgotten by this process, as a new
+    process would not have it: the resume reads and imports the files again."""
+    import json
+    import sys
+
+    import yaml
+
+    from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.rewards import locate
+    from gdpo_trl.run.resume_settings import RECORD_NAME, recipe_record
+    from tests.helpers.checkpoints import make_checkpoint
+
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump(recipe))
+    out = tmp_path / "out"
+    script_args, training_args, model_args = parse_args(["--config", str(config), "--output_dir", str(out)])
+    record = recipe_record(script_args, training_args, model_args)
+    path = make_checkpoint(out, 2)
+    callbacks = {RECORD_NAME: {"args": {"recipe": record}, "attributes": {}}}
+    (path / "trainer_state.json").write_text(json.dumps({"global_step": 2, "log_history": [],
+                                                         "stateful_callbacks": callbacks}))  # fmt: skip
+    sys.modules.pop(module, None)
+    locate._imported.clear()
+    return config
+
+
+REWARD_FILE = "def score(completions, **kwargs):\n    return [{value}] * len(completions)\n"
+
+
+def resume_recipe(tmp_path, module: str) -> dict:
+    from tests.helpers.bad_inputs import BASE_RECIPE, GOOD_ROW, write_jsonl
+
+    (tmp_path / f"{module}.py").write_text(REWARD_FILE.format(value="1.0"))
+    data = write_jsonl(tmp_path / "rows.jsonl", [GOOD_ROW] * 4)
+    reward = f"{tmp_path}/{module}.py:score"
+    return {**BASE_RECIPE, "dataset_name": data, "reward_funcs": ["format", reward], "max_steps": 4}
+
+
+def test_c_rs_rewfile_changed(tmp_path, capsys, monkeypatch):
+    """Before: a reward file fixed between a kill and its resume resumed without a word, the curve changing in
+    mid-run."""
+    recipe = resume_recipe(tmp_path, "resume_rewards_a")
+    recorded_run(tmp_path, recipe, "resume_rewards_a")
+    (tmp_path / "resume_rewards_a.py").write_text(REWARD_FILE.format(value="0.5"))
+    spec = recipe["reward_funcs"][1]
+    words = ["resume_from_checkpoint: checkpoint-2 was trained with other code or data:",
+             f"reward {spec!r}: {tmp_path}/resume_rewards_a.py changed (sha256 ",
+             "start over (--overwrite_output_dir true, or a new --output_dir)",
+             "or say so with --resume_with_changed_sources true"]  # fmt: skip
+    err = check_train_rejects(tmp_path, capsys, monkeypatch, recipe, ["--resume_from_checkpoint", "true"],
+                              None, words)  # fmt: skip
+    assert "data file" not in err  # the rows did not change
+
+
+def test_c_rs_datafile_changed(tmp_path, capsys, monkeypatch):
+    from tests.helpers.bad_inputs import GOOD_ROW, write_jsonl
+
+    recipe = resume_recipe(tmp_path, "resume_rewards_b")
+    recorded_run(tmp_path, recipe, "resume_rewards_b")
+    write_jsonl(tmp_path / "rows.jsonl", [GOOD_ROW] * 5)  # one row more
+    size = (tmp_path / "rows.jsonl").stat().st_size
+    words = ["checkpoint-2 was trained with other code or data:",
+             f"data file {tmp_path}/rows.jsonl changed ({size * 4 // 5:,} -> {size:,} bytes, sha256 "]  # fmt: skip
+    err = check_train_rejects(tmp_path, capsys, monkeypatch, recipe, ["--resume_from_checkpoint", "true"],
+                              None, words)  # fmt: skip
+    assert "reward '" not in err
+
+
+def test_a_changed_source_said_so_is_resumed_with_one_line(tmp_path, caplog):
+    """--resume_with_changed_sources true: the resume goes on, naming what changed; unchanged files say nothing."""
+    import logging
+
+    from gdpo_trl.recipe.arguments import parse_args
+    from gdpo_trl.run.resume_settings import check_resume_settings
+
+    recipe = resume_recipe(tmp_path, "resume_rewards_c")
+    config = recorded_run(tmp_path, recipe, "resume_rewards_c")
+    out, checkpoint = tmp_path / "out", str(tmp_path / "out" / "checkpoint-2")
+    args = parse_args(["--config", str(config), "--output_dir", str(out)])
+    with caplog.at_level(logging.WARNING, logger="gdpo_trl.run.resume_settings"):
+        assert check_resume_settings(checkpoint, *args) == []  # the same files: nothing to say
+    assert caplog.records == []
+    (tmp_path / "resume_rewards_c.py").write_text(REWARD_FILE.format(value="0.0"))
+    import sys
+
+    from gdpo_trl.rewards import locate
+
+    sys.modules.pop("resume_rewards_c", None)
+    locate._imported.clear()
+    args = parse_args(["--config", str(config), "--output_dir", str(out), "--resume_with_changed_sources", "true"])
+    with caplog.at_level(logging.WARNING, logger="gdpo_trl.run.resume_settings"):
+        assert check_resume_settings(checkpoint, *args) == []
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("Resuming from checkpoint-2 with changed sources, as resume_with_changed_sources asks: ")
+    assert "resume_rewards_c.py changed (sha256" in line and "\n" not in line
+
+
+# --- the same code on every process -------------------------------------------------------------------------------
+
+
+def test_differing_reward_fingerprints_name_the_rank_and_the_reward():
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.run.fingerprints import check_same_rewards
+
+    rank0 = {"format": {"file": "gdpo_trl/rewards/gsm8k.py", "sha256": "a" * 64},
+             "rewards.py:color": {"file": "rewards.py", "sha256": "b" * 64}}  # fmt: skip
+    rank1 = {**rank0, "rewards.py:color": {"file": "rewards.py", "sha256": "c" * 64}}
+    args = type("Args", (), {"reward_funcs": []})
+    check_same_rewards(args, gather=lambda mine: [rank0, rank0])  # the same: nothing said
+    with pytest.raises(InputError) as error:
+        check_same_rewards(args, gather=lambda mine: [rank0, rank1])
+    assert str(error.value) == (
+        "reward 'rewards.py:color' differs on rank 1 from rank 0: rewards.py is cccccccccccc there and bbbbbbbbbbbb "
+        "on rank 0 (rewards.py). Every process must run the same reward code (a copy that differs on one machine, "
+        "or a file edited while the processes started): give them the same files, then start again."
+    )
+
+
+def start_rank(rank: int, port: int, cwd, marker, specs):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}  # fmt: skip
+    command = [sys.executable, str(root / "tests" / "helpers" / "same_rewards_probe.py"), str(marker), *specs]
+    return subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def finish(*processes) -> list[str]:
+    outputs = []
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        outputs.append(out.strip() or err[-2000:])
+    return outputs
+
+
+def test_c_2p_rank1differs_and_c_2p_rewfile_edit_between(tmp_path):
+    """Two processes joined by gloo, as a launch starts them. Before: each trained with its own copy of the reward,
+    one model on two definitions, with nothing said. c_2p_rank1differs: rank 1 reads another copy of rewards.py (its
+    own folder, as on another machine); c_2p_rewfile_edit_between: a shared file edited after rank 0 imported it and
+    before rank 1 did. Every process stops with the same line, naming rank 1 and both rewards."""
+    import time
+
+    for folder, value in (("machine_a", "1.0"), ("machine_b", "0.0")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "copied_rewards.py").write_text(REWARD_FILE.format(value=value))
+    shared = tmp_path / "shared_rewards.py"
+    shared.write_text(REWARD_FILE.format(value="1.0"))
+
+    port, specs = free_port(), ["format", "copied_rewards.py:score", f"{shared}:score"]
+    first = start_rank(0, port, tmp_path / "machine_a", tmp_path / "imported", specs)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "imported").exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shared.write_text(REWARD_FILE.format(value="0.25"))  # edited after rank 0 imported it, before rank 1 does
+    second = start_rank(1, port, tmp_path / "machine_b", tmp_path / "imported1", specs)
+    lines = finish(first, second)
+    assert lines[0] == lines[1] and first.returncode == second.returncode == 2, lines
+    differing, shared_part = lines[0].split("; ")
+    assert differing.startswith(
+        "reward 'copied_rewards.py:score' differs on rank 1 from rank 0: copied_rewards.py is "
+    )
+    assert differing.endswith("on rank 0 (copied_rewards.py)")
+    assert shared_part.startswith(f"reward '{shared}:score' differs on rank 1 from rank 0: {shared} is ")
+    assert lines[0].endswith(". Every process must run the same reward code (a copy that differs on one machine, "
+                             "or a file edited while the processes started): give them the same files, then start "
+                             "again.")  # fmt: skip
