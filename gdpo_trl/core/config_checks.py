@@ -246,12 +246,26 @@ def check_timeout(seconds, name: str) -> None:
         )
 
 
+def check_weight_counts(rewards, values) -> None:
+    """One weight per reward function, in ``reward_weights`` and ``reward_weights_final`` of ``values`` (a config,
+    or its fields as a dict); ``rewards``: the reward functions' names (named in the message), or their number. The
+    one check of the rule: ``gdpo train``'s early checks, the run's checks and the trainer's schedule call it."""
+    names = [] if isinstance(rewards, int) else list(rewards or [])
+    count = rewards if isinstance(rewards, int) else len(names)
+    for name in ("reward_weights", "reward_weights_final"):
+        weights = values.get(name) if isinstance(values, dict) else getattr(values, name, None)
+        if isinstance(weights, (list, tuple)) and len(weights) != count:
+            listed = f" {names}" if names else ""
+            raise InputError(
+                f"{name} has {len(weights)} weights for {count} reward functions{listed}: give one per reward, in "
+                "the same order."
+            )
+
+
 def check_weight_schedule(start: list[float] | None, final: list[float], num_rewards: int | None = None) -> None:
     """Raise ``ValueError`` for a schedule whose lengths differ, that flips a weight's sign or ends all zero."""
-    if num_rewards is not None and len(final) != num_rewards:
-        raise InputError(
-            f"reward_weights_final has {len(final)} weights for {num_rewards} reward functions: give one per reward."
-        )
+    if num_rewards is not None:
+        check_weight_counts(num_rewards, {"reward_weights_final": final})
     if start is not None and len(start) != len(final):
         raise InputError(
             f"reward_weights has {len(start)} weights but reward_weights_final has {len(final)}: they must match."

@@ -3,9 +3,10 @@ used as they are, every other column kept for the rewards (TRL passes each to a 
 
 A ``prompt`` is text (TRL's standard format: the model continues it, no chat template) or a list of chat messages
 ``{"role", "content"}`` (the conversational format: the tokenizer's chat template renders it). A value of neither
-kind is refused naming its row, before the model loads. ``GDPOTrainer`` refuses a dataset without the column at all,
-or without a column one of its rewards requires (:func:`check_train_rows`; ``gdpo train`` checks the second once the
-rows load), rather than fail inside TRL's first batch with a ``KeyError`` or a ``TypeError``.
+kind is refused naming its row, before the model loads. A dataset without the column at all, or without a column one
+of its rewards requires, is refused where the rewards are prepared (:func:`check_train_rows`, called by
+:mod:`gdpo_trl.trainer.reward_pipeline` for ``GDPOTrainer`` and ``gdpo train`` alike), rather than fail inside TRL's
+first batch with a ``KeyError`` or a ``TypeError``.
 """
 
 from __future__ import annotations

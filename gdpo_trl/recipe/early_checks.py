@@ -17,7 +17,12 @@ import importlib.util
 import sys
 from types import SimpleNamespace
 
-from gdpo_trl.core.config_checks import check_generation_batch, check_num_generations, check_ranges
+from gdpo_trl.core.config_checks import (
+    check_generation_batch,
+    check_num_generations,
+    check_ranges,
+    check_weight_counts,
+)
 from gdpo_trl.core.errors import InputError
 
 # Device files of the accelerators torch can train on: NVIDIA, AMD (ROCm), Intel (and any other DRM GPU), Ascend,
@@ -60,18 +65,6 @@ def check_script_ranges(script_args) -> None:
                 "synthetic_size": "the number of generated problems",
             }[name]
             raise InputError(f"{name}={value}: must be at least 1 ({hint}).")
-
-
-def check_weight_counts(reward_funcs: list, values) -> None:
-    """One weight per reward function, in ``reward_weights`` and ``reward_weights_final``."""
-    num_rewards = len(reward_funcs or [])
-    for name in ("reward_weights", "reward_weights_final"):
-        weights = values.get(name) if isinstance(values, dict) else getattr(values, name, None)
-        if isinstance(weights, (list, tuple)) and len(weights) != num_rewards:
-            raise InputError(
-                f"{name} has {len(weights)} weights for {num_rewards} reward functions {reward_funcs}: "
-                "give one per reward, in the same order."
-            )
 
 
 def check_generated_split(dataset_name: str, split: str) -> None:

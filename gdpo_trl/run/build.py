@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
-from gdpo_trl.core.errors import InputError, input_stage
+from gdpo_trl.core.errors import input_stage
 from gdpo_trl.core.plugins import resolve_model
 from gdpo_trl.data.prompt_fit import check_prompt_lengths
-from gdpo_trl.data.sources import environment_factory, is_generated, load_source_described
-from gdpo_trl.recipe.arguments import GDPOScriptArguments, build_reward_funcs
+from gdpo_trl.data.sources import environment_factory, load_source_described, source_options
+from gdpo_trl.recipe.arguments import build_reward_funcs
 from gdpo_trl.run.agent_checks import check_agent_recipe, check_environments
 from gdpo_trl.run.checkpoints import prepare_run
 from gdpo_trl.run.checks import (
@@ -63,8 +63,9 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     fit_to_machine(training_args, model_args)  # a GPU recipe on a CPU: sdpa for flash-attn, absent trackers left out
     set_seed(training_args.seed)
     reward_funcs = build_reward_funcs(script_args) if reward_funcs is None else reward_funcs
-    check_rewards(reward_funcs, training_args)
     environments = environment_factory(script_args.dataset_name)  # an agent source's environment, else None
+    with_environments = {"environment_factory": environments} if environments is not None else {}
+    rewards = check_rewards(reward_funcs, training_args, **with_environments)  # prepared once, for the trainer
     check_agent_recipe(script_args, training_args, environments)  # agent rewards without one, empty conditions
     hold_output_dir(training_args)  # one run per output_dir: a second run into it is refused, naming this one
     checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
@@ -89,7 +90,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
         tokenizer.pad_token = tokenizer.eos_token
     check_chat_template(train_dataset, tokenizer, model_path)
     check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
-    check_data(train_dataset, reward_funcs, training_args)  # each reward fits the rows; enough rows for one step
+    check_data(train_dataset, rewards, training_args)  # each reward fits the rows; enough rows for one step
     check_environments(environments, train_dataset, tokenizer, model_path)  # made, reset once; template renders tools
     # The trainer loads the model from its path (so ZeRO-3 can shard it while loading) with ModelConfig's dtype and
     # attention; `model_init_kwargs` set in the recipe win.
@@ -113,14 +114,14 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
 
     trainer = GDPOTrainer(
         model_path,
-        reward_funcs=reward_funcs,
+        reward_funcs=rewards,  # prepared and checked against the rows above: the trainer takes them as they are
         args=training_args,
         train_dataset=train_dataset,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         callbacks=callbacks,
-        **({"environment_factory": environments} if environments is not None else {}),
+        **with_environments,
     )
     check_loaded_weights(trainer.model, model_path)  # NaN/inf in a model too big to scan before it loaded
     return BuiltRun(trainer, checkpoint)
@@ -149,22 +150,3 @@ def train_run(
             raise disk_full_error(training_args, error) from error
         raise
     return trainer
-
-
-def source_options(script_args: GDPOScriptArguments) -> dict:
-    """``load_source`` options from the script arguments: generated sources take a size and a seed; the recipe's
-    ``system_prompt`` and ``dataset_path`` go through as given (``load_source`` refuses them where they do not apply)."""
-    limit = script_args.max_train_samples
-    common = {"system_prompt": script_args.system_prompt, "path": script_args.dataset_path}
-    if script_args.dataset_format != "auto":  # named sources refuse it (load_source)
-        common["dataset_format"] = script_args.dataset_format
-    if is_generated(script_args.dataset_name):
-        if script_args.dataset_train_split != "train":  # it would be ignored: the problems come from synthetic_seed
-            raise InputError(
-                f"dataset_train_split {script_args.dataset_train_split!r} does not apply to the generated source "
-                f"{script_args.dataset_name!r}, whose training problems come from synthetic_seed: leave it 'train'."
-            )
-        size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
-        return {"split": "train", "size": size, "seed": script_args.synthetic_seed, **common}
-    split, config = script_args.dataset_train_split, script_args.dataset_config or "main"
-    return {"split": split, "size": limit, "config": config, **common}

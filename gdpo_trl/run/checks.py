@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from gdpo_trl.core.config_checks import check_weight_counts
 from gdpo_trl.core.errors import InputError, no_chat_template
 from gdpo_trl.run.output_checks import check_output_dir
 from gdpo_trl.storage.local_paths import missing_folder_line
@@ -58,14 +59,7 @@ def check_recipe(script_args, training_args, model_args) -> None:
                 "use_vllm is true but vLLM is not installed: `pip install gdpo-trl[vllm]`, or set `use_vllm: false` "
                 "(generation then runs in transformers, slower)."
             )
-    num_rewards = len(script_args.reward_funcs or [])
-    for name in ("reward_weights", "reward_weights_final"):
-        weights = getattr(training_args, name, None)
-        if weights is not None and len(weights) != num_rewards:
-            raise InputError(
-                f"{name} has {len(weights)} weights for {num_rewards} reward functions {script_args.reward_funcs}: "
-                "give one per reward, in the same order."
-            )
+    check_weight_counts(script_args.reward_funcs, training_args)
     check_output_dir(script_args, training_args, model_args)  # writable, room on disk, overwrite keeps inputs
 
 
@@ -127,14 +121,17 @@ def check_chat_template(dataset, tokenizer, model_path: str) -> None:
         raise InputError(no_chat_template(model_path))
 
 
-def check_rewards(reward_funcs: list, training_args) -> None:
-    """Prepare the built reward functions as the trainer will, with the same function
+def check_rewards(reward_funcs: list, training_args, **trainer_kwargs):
+    """The run's rewards prepared, once, as the trainer calls them
     (:func:`gdpo_trl.trainer.reward_pipeline.prepare_rewards`: conditions, process rewards and the settings they
-    need, the checked wrappers), so that a mistake fails before the model is loaded (preparing calls no reward)."""
+    need, with ``trainer_kwargs`` such as ``environment_factory``, the checked wrappers), before the model and the
+    rows load, so that a mistake fails in seconds (preparing calls no reward). Returns the
+    :class:`~gdpo_trl.trainer.reward_pipeline.PreparedRewards`, which checks the rows once they load and which
+    ``GDPOTrainer`` takes as it is."""
     from gdpo_trl.trainer.reward_pipeline import prepare_rewards
 
     try:
-        prepare_rewards(list(reward_funcs), training_args)
+        return prepare_rewards(list(reward_funcs), training_args, **trainer_kwargs)
     except InputError:
         raise
     except ValueError as error:  # process rewards' settings (GD2PO, GSPO, ...), a ValueError from the trainer

@@ -15,7 +15,6 @@ import json
 import re
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.data.prompt_rows import check_reward_columns
 from gdpo_trl.rewards import REWARD_FUNCS, reward_name, unwrap_partial
 from gdpo_trl.rewards.conditioned import parse_condition
 from gdpo_trl.rewards.gsm8k import parse_number
@@ -159,8 +158,9 @@ def check_rewards_fit_rows(dataset, reward_funcs: list, conditions=None) -> None
                 raise InputError(f"tool-calling row {row}: {problem}. Fix or drop that row.")
 
 
-def check_data(dataset, reward_funcs: list, training_args) -> None:
-    """The checks of this module for ``gdpo train``, called once the training rows are loaded."""
-    check_rewards_fit_rows(dataset, reward_funcs, getattr(training_args, "reward_conditions", None))
-    check_reward_columns(dataset, reward_funcs)
+def check_data(dataset, rewards, training_args) -> None:
+    """The checks of this module for ``gdpo train``, called once the training rows are loaded; ``rewards``: the
+    run's :class:`~gdpo_trl.trainer.reward_pipeline.PreparedRewards`, which check the rows' columns themselves."""
+    check_rewards_fit_rows(dataset, rewards.given, getattr(training_args, "reward_conditions", None))
+    rewards.check_rows(dataset)
     check_steps_per_epoch(dataset, training_args)

@@ -38,12 +38,11 @@ from gdpo_trl.core.config_checks import check_weight_schedule
 from gdpo_trl.core.diagnostics import reward_diagnostics
 from gdpo_trl.core.gd2po import gd2po_conflicts
 from gdpo_trl.core.rules import RULES, rule_advantages, rule_for_settings, rule_options_for, rule_parts
-from gdpo_trl.data.prompt_rows import check_train_rows
 from gdpo_trl.trainer.card import GDPO_PAPER, RULE_CARDS, rewrite_card
 from gdpo_trl.trainer.fast_sampling import exact_sampling
 from gdpo_trl.trainer.gaming_watch import GamingWatch
 from gdpo_trl.trainer.lora_generation import check_merge_for_generation, lora_merged_for_generation
-from gdpo_trl.trainer.reward_pipeline import RewardWatch, prepare_rewards
+from gdpo_trl.trainer.reward_pipeline import PreparedRewards, RewardWatch, prepare_rewards
 from gdpo_trl.trainer.safe_saves import StagedSaves
 from gdpo_trl.trainer.token_rewards import TokenAdvantages, length_mask
 from gdpo_trl.trainer.tool_watch import ToolWatch
@@ -126,10 +125,11 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
             from gdpo_trl.core.plugins import resolve_model  # builtin: names (the demo's, or another plugin's)
 
             model = resolve_model(model)
-        check_train_rows(kwargs.get("train_dataset"), reward_funcs)  # a prompt, each reward's columns: one line
         if args.cpu_threads is not None:  # the recipe's thread setting, applied from Python as from gdpo train
             torch.set_num_threads(args.cpu_threads)
-        rewards = prepare_rewards(reward_funcs, args, **kwargs)  # conditions, process slots, CheckedReward
+        rewards = reward_funcs  # gdpo train's, prepared and checked against the rows (gdpo_trl.run.build)
+        if not isinstance(rewards, PreparedRewards):  # rows checked, conditions, process slots, CheckedReward
+            rewards = prepare_rewards(reward_funcs, args, **kwargs)
         super().__init__(model, reward_funcs=rewards.funcs, args=args, **kwargs)
         # The rule that trains, by its name in gdpo_trl.core.rules.RULES, and its options from the settings.
         self.advantage_rule, self.advantage_options = rule_for_settings(

@@ -3,11 +3,14 @@
 1. Names become callables in the registry (:func:`gdpo_trl.rewards.get_reward_funcs`: registry names,
    ``pkg.module.function``, ``pkg.module:function``, ``path/to/rewards.py:function``); ``gdpo train`` checks their
    spelling before torch loads (:func:`gdpo_trl.rewards.check_reward_spec`).
-2. :func:`prepare_rewards` turns the callables into what TRL calls: ``reward_conditions`` applied (Eq. 8), each
-   process reward swapped for its slot, the settings process rewards need checked, every plain function wrapped in
-   :class:`~gdpo_trl.trainer.reward_checks.CheckedReward` (named when it raises, hangs or returns the wrong shape;
-   given its own copies of its inputs). It calls no reward, so ``gdpo train``'s early checks run this same function
-   before the model loads (:func:`gdpo_trl.run.checks.check_rewards`), and ``GDPOTrainer`` runs it once.
+2. :func:`prepare_rewards` turns the callables into what TRL calls, once per run: the rows checked first (a
+   ``prompt`` column, every column a reward requires: :func:`gdpo_trl.data.prompt_rows.check_train_rows`),
+   ``reward_conditions`` applied (Eq. 8), each process reward swapped for its slot, the settings process rewards
+   need checked, every plain function wrapped in :class:`~gdpo_trl.trainer.reward_checks.CheckedReward` (named when
+   it raises, hangs or returns the wrong shape; given its own copies of its inputs). It calls no reward, so ``gdpo
+   train`` runs it before the model and the rows load (:func:`gdpo_trl.run.checks.check_rewards`), checks the rows
+   with the prepared object once they load (:meth:`PreparedRewards.check_rows`) and hands that object to
+   ``GDPOTrainer``, which prepares only the raw callables a Python caller gives it.
 3. :class:`RewardWatch` settles, after each batch and on every process alike, what the gathered rewards say (as
    :class:`~gdpo_trl.trainer.tool_watch.ToolWatch` does for tools): a reward that returned None/NaN for a whole
    process's batch, or a process reward that scored no step in it (warned once, naming the process: issue 31), and a
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from gdpo_trl.data.prompt_rows import check_train_rows
 from gdpo_trl.rewards.conditioned import apply_reward_conditions
 from gdpo_trl.trainer.process_rewards import ProcessRewardSlot, attach_process_rewards, check_process_settings
 from gdpo_trl.trainer.reward_checks import CheckedReward, check_reward_funcs, empty_warning
@@ -39,14 +43,20 @@ SILENT_BATCHES = 3  # training batches in a row with no spread in any group befo
 @dataclass
 class PreparedRewards:
     """What :func:`prepare_rewards` hands TRL: ``funcs`` (None: the environment owns the reward), the ``(column,
-    slot)`` of each process reward, and the calls' time limit (``reward_timeout``)."""
+    slot)`` of each process reward, the calls' time limit (``reward_timeout``), and ``given``: the reward functions
+    as they were given, before any wrapper (what the rows are checked against)."""
 
     funcs: list | None
     process_slots: list[tuple[int, ProcessRewardSlot]] = field(default_factory=list)
     timeout: float | None = None
+    given: list = field(default_factory=list)
 
     def __post_init__(self):
         self.count = len(self.funcs or [])  # TRL appends to this very list: how many were ours
+
+    def check_rows(self, dataset) -> None:
+        """The training rows against these rewards: a ``prompt`` column, and every column a reward requires."""
+        check_train_rows(dataset, self.given)
 
     def with_trl_additions(self, funcs: list, names: list[str]) -> list:
         """TRL's final reward list: ours, then what TRL appended in its constructor (an environment's ``get_reward``,
@@ -57,19 +67,21 @@ class PreparedRewards:
 
 def prepare_rewards(reward_funcs, args, **trainer_kwargs) -> PreparedRewards:
     """``reward_funcs`` (a callable, a list, or None) as TRL will call them under ``args`` (a ``GDPOConfig``):
-    conditions applied, process rewards in their slots, every plain function checked. ``trainer_kwargs``: the
-    trainer's other arguments (``tools``, ``environment_factory``), which process rewards cannot be used with.
+    the rows checked against them where ``trainer_kwargs`` holds a ``train_dataset``, conditions applied, process
+    rewards in their slots, every plain function checked. ``trainer_kwargs``: the trainer's other arguments
+    (``train_dataset``; ``tools``, ``environment_factory``, which process rewards cannot be used with).
 
-    Raises ``InputError`` for a condition naming an unknown reward, ``ValueError`` for process rewards with settings
-    they cannot train with. Calls no reward.
+    Raises ``InputError`` for rows that lack a column, a condition naming an unknown reward, ``ValueError`` for
+    process rewards with settings they cannot train with. Calls no reward.
     """
+    check_train_rows(trainer_kwargs.get("train_dataset"), reward_funcs)
     if reward_funcs is None:
         return PreparedRewards(None, [], args.reward_timeout)
-    funcs = list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
-    funcs = apply_reward_conditions(funcs, args.reward_conditions)
+    given = list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
+    funcs = apply_reward_conditions(given, args.reward_conditions)
     funcs, slots = attach_process_rewards(funcs, args.reward_timeout)
     check_process_settings(args, funcs, slots, **trainer_kwargs)
-    return PreparedRewards(check_reward_funcs(funcs, args.reward_timeout), slots, args.reward_timeout)
+    return PreparedRewards(check_reward_funcs(funcs, args.reward_timeout), slots, args.reward_timeout, given)
 
 
 def silent_slices(rewards: torch.Tensor, per_process: int) -> dict[int, list[int]]:

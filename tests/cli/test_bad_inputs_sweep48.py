@@ -149,7 +149,8 @@ def test_recipes_copy_into_a_read_only_folder_names_it_in_one_line(tmp_path, cap
     assert list((tmp_path / "locked").iterdir()) == []  # no half file, no .partial
 
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "scripts"
 
 
 def folder_without_test(tmp):
@@ -158,15 +159,15 @@ def folder_without_test(tmp):
     return str(tmp / "gsm8k")
 
 
-# (id, script, its arguments ({tmp}: the test's folder), the one line it answers with)
+# (id, script (or a study's module, run with -m), its arguments ({tmp}: the test's folder), the one line it answers with)
 SCRIPT_ROWS = [
-    ("study_data_missing", "smollm2_study.py", ["run", "--data", "{tmp}/nope.jsonl"],
+    ("study_data_missing", "studies.smollm2_runner", ["run", "--data", "{tmp}/nope.jsonl"],
      "--data {tmp}/nope.jsonl: not a folder; give the GSM8K folder holding train.jsonl and test.jsonl"),
-    ("study_no_test_jsonl", "smollm2_study.py", ["run", "--data", "{tmp}/gsm8k"],
+    ("study_no_test_jsonl", "studies.smollm2_runner", ["run", "--data", "{tmp}/gsm8k"],
      "--data {tmp}/gsm8k: no test.jsonl there (openai/grade-school-math's files: train.jsonl, test.jsonl)"),
-    ("study_workers_0", "smollm2_study.py", ["run", "--data", "{tmp}/gsm8k", "--workers", "0"],
+    ("study_workers_0", "studies.smollm2_runner", ["run", "--data", "{tmp}/gsm8k", "--workers", "0"],
      "--workers 0: give 1 or more (jobs run at the same time)"),
-    ("study_threads_0", "smollm2_study.py", ["status", "--threads", "0"],
+    ("study_threads_0", "studies.smollm2_runner", ["status", "--threads", "0"],
      "--threads 0: give 1 or more, or leave it out (the CPU's cores / --workers)"),
     # Before: an empty-median traceback after 142 s; past 300 s to the same; accepted, silent; CalledProcessError.
     ("bench_rounds_0", "benchmark_cpu_path.py", ["--rounds", "0"],
@@ -183,7 +184,7 @@ SCRIPT_ROWS = [
 
 @pytest.mark.parametrize(("script", "argv", "line"), [r[1:] for r in SCRIPT_ROWS], ids=[r[0] for r in SCRIPT_ROWS])
 def test_a_script_checks_its_arguments_in_one_line_before_work(tmp_path, script, argv, line):
-    """Before: smollm2_study.py run gave a RuntimeError after 41 s (a missing data file, a folder without
+    """Before: the H8 study runner's run gave a RuntimeError after 41 s (a missing data file, a folder without
     test.jsonl) or a ZeroDivisionError (--workers 0); benchmark_cpu_path.py as its rows say."""
     import subprocess
     import sys
@@ -192,10 +193,12 @@ def test_a_script_checks_its_arguments_in_one_line_before_work(tmp_path, script,
     folder_without_test(tmp_path)
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
     out = tmp_path / "out"
-    argv += ["--out" if script == "smollm2_study.py" else "--output", str(out)]
+    study = script.startswith("studies.")  # the repository's studies/, not installed: on the path from its root
+    argv += ["--out" if study else "--output", str(out)]
+    command = [sys.executable, "-m", script] if study else [sys.executable, str(SCRIPTS / script)]
     started = time.monotonic()
-    done = subprocess.run([sys.executable, str(SCRIPTS / script), *argv], capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    done = subprocess.run([*command, *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", **({"PYTHONPATH": str(ROOT)} if study else {})})  # fmt: skip
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith(line.replace("{tmp}", str(tmp_path))) and done.stderr.count("\n") == 1
     assert not out.exists() and time.monotonic() - started < 60  # nothing started
