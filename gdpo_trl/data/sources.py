@@ -136,6 +136,16 @@ def is_generated(name: str) -> bool:
     return bool((source := find_source(name)) and source.generated)
 
 
+def check_generated_split(name: str, split: str) -> None:
+    """A generated source has one training split: another name would be ignored without a word (checked early by
+    ``gdpo train``, before torch loads, and where the source's options are made)."""
+    if split != "train" and is_generated(name):
+        raise InputError(
+            f"dataset_train_split {split!r} does not apply to the generated source {name!r}, whose training "
+            "problems come from synthetic_seed: leave it 'train'."
+        )
+
+
 def environment_factory(name: str) -> Callable | dict[str, Callable] | None:
     """The ``environment_factory`` of an agent source (see :class:`Source`), else ``None``."""
     source = find_source(name)
@@ -270,11 +280,7 @@ def source_options(script_args) -> dict:
     if script_args.dataset_format != "auto":  # named sources refuse it (load_source)
         common["dataset_format"] = script_args.dataset_format
     if is_generated(script_args.dataset_name):
-        if script_args.dataset_train_split != "train":  # it would be ignored: the problems come from synthetic_seed
-            raise InputError(
-                f"dataset_train_split {script_args.dataset_train_split!r} does not apply to the generated source "
-                f"{script_args.dataset_name!r}, whose training problems come from synthetic_seed: leave it 'train'."
-            )
+        check_generated_split(script_args.dataset_name, script_args.dataset_train_split)
         size = script_args.synthetic_size if limit is None else min(limit, script_args.synthetic_size)
         return {"split": "train", "size": size, "seed": script_args.synthetic_seed, **common}
     split, config = script_args.dataset_train_split, script_args.dataset_config or "main"

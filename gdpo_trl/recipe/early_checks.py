@@ -67,17 +67,6 @@ def check_script_ranges(script_args) -> None:
             raise InputError(f"{name}={value}: must be at least 1 ({hint}).")
 
 
-def check_generated_split(dataset_name: str, split: str) -> None:
-    """A generated source has one training split: another name would be ignored without a word."""
-    from gdpo_trl.data.sources import is_generated
-
-    if split != "train" and is_generated(dataset_name):
-        raise InputError(
-            f"dataset_train_split {split!r} does not apply to the generated source {dataset_name!r}, whose training "
-            "problems come from synthetic_seed: leave it 'train'."
-        )
-
-
 def check_reward_names(names: list) -> None:
     """Registry names that are not registered, modules and files that are not there, functions they do not define,
     each with the closest names (:func:`gdpo_trl.rewards.check_reward_spec`: the files are read, not run)."""
@@ -153,7 +142,9 @@ def check_early(rows: list[dict], values: dict, num_processes: int | None) -> No
     check_weight_counts(values.get("reward_funcs"), values)
     split = values.get("dataset_train_split")
     if isinstance(values.get("dataset_name"), str) and isinstance(split, str) and split != "train":
-        check_generated_split(values["dataset_name"], values["dataset_train_split"])
+        from gdpo_trl.data.sources import check_generated_split
+
+        check_generated_split(values["dataset_name"], split)
     check_precision(values)
     check_local_dataset_early(values)
     check_model_folder_early(values)
