@@ -156,8 +156,9 @@ def study_reading(name: str, docs: Path = DOCS) -> dict:
         row["problems_for_difference"] = (
             evaluation_size_for_power(DIFFERENCE, discordant=row["discordant"], rewards=family) if fits else None
         )
-    return {"study": name, "analysis": f"{spec['stem']}.json", "seeds": seeds, "comparisons": comparisons,
-            "power": power}  # fmt: skip
+    problems = len(next(iter(per_problem.values()))["format"])
+    return {"study": name, "analysis": f"{spec['stem']}.json", "seeds": seeds, "problems": problems,
+            "comparisons": comparisons, "power": power}  # fmt: skip
 
 
 def bootstrap_coverage(
@@ -216,8 +217,9 @@ def tables(result: dict) -> str:
         lines += [f"| {c['difference']} | {c['outcome']} | {c['diff']:+.3f} | [{c['welch_ci'][0]:+.3f}, "
                   f"{c['welch_ci'][1]:+.3f}] | {_p(c['welch_p'])} | [{c['registered_bootstrap_ci'][0]:+.3f}, "
                   f"{c['registered_bootstrap_ci'][1]:+.3f}] |" for c in study["comparisons"]]  # fmt: skip
-        lines += ["", "Per problem, McNemar's exact test: problems only the first arm solved : only the second, p "
-                  "(per seed pair, then pooled over the pairs with Holm over the family):", ""]  # fmt: skip
+        lines += ["", f"Per problem, on the {study['problems']} problems every run was scored on, McNemar's exact test: "
+                  "problems only the first arm solved : only the second, p (per seed pair, then pooled over the pairs "
+                  "with Holm over the family):", ""]  # fmt: skip
         lines += ["| difference | outcome | " + " | ".join(f"seed {s}" for s in seeds) + " | pooled | Holm p |",
                   "|---|---|" + "---:|" * (len(seeds) + 2)]  # fmt: skip
         for c in study["comparisons"]:

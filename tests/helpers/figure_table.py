@@ -16,6 +16,7 @@ from tests.helpers.figure_real_sources import (
     real_model_counts,
     real_model_steps,
 )
+from tests.helpers.figure_second_reading import second_reading
 from tests.helpers.figure_sources import (
     advantage_groups,
     advantage_rows,
@@ -92,6 +93,9 @@ SOURCES = [
     (r"docs/real_model\.md", r"GDPO against GRPO", [h8_study]),
     (r"README\.md", r"## Results$", [h8_study]),
     (r"docs/results/README\.md", r"### H8", [h8_study]),
+    # H8 and H9 read again with statistics chosen after the runs (studies/second_reading.py), appended to each.
+    (r"docs/results/README\.md", r"### H8.* > #### H8 read again", [second_reading]),
+    (r"docs/results/README\.md", r"### H9,.* > #### H9 read again", [second_reading]),
     # Study H9's pilot, in the Qwen page and in H9's pre-registration.
     (r"docs/qwen\.md", r"The pilot", [h9_pilot]),
     (r"docs/results/README\.md", r"H9", [h9_pilot]),
