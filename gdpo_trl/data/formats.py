@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.data.files import jsonl_lines, load_local_file, load_local_folder
+from gdpo_trl.data.prompt_shapes import local_prompts, prompt_shape_problem
 from gdpo_trl.storage.local_paths import nearest_existing
 
 if TYPE_CHECKING:
@@ -124,7 +125,9 @@ def _file_columns(path: Path) -> list[str] | None:
                     break
         return list(keys) or None
     if suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as text:
+        # utf-8-sig: a byte-order mark (Excel writes one) is not part of the first column's name; pandas, which
+        # datasets reads CSV with, drops it too
+        with path.open(encoding="utf-8-sig", newline="") as text:
             return next(csv.reader(text), None)
     if suffix == ".parquet":
         import pyarrow.parquet  # no torch: a schema read of the file's footer
@@ -167,13 +170,17 @@ def missing_data_line(source: str) -> str | None:
 
 
 def check_local_dataset(source: str, requested: str = "auto") -> None:
-    """Refuse, before torch loads, a local dataset that does not exist or whose columns fit no format (see
-    :func:`choose_format`)."""
+    """Refuse, before torch loads, a local dataset that does not exist, whose columns fit no format (see
+    :func:`choose_format`), or whose prompts mix kinds or hold messages no chat template renders
+    (:mod:`gdpo_trl.data.prompt_shapes`)."""
     if line := missing_data_line(source):
         raise InputError(line)
     columns = peek_columns(source)
-    if columns is not None:
-        choose_format(columns, requested, source)
+    if columns is None or choose_format(columns, requested, source) != "prompt":
+        return
+    prompts = local_prompts(source)
+    if prompts is not None and (problem := prompt_shape_problem(prompts, source)):
+        raise InputError(problem)
 
 
 def format_line(

@@ -526,3 +526,48 @@ def test_c_2p_rank1differs_and_c_2p_rewfile_edit_between(tmp_path):
     assert lines[0].endswith(". Every process must run the same reward code (a copy that differs on one machine, "
                              "or a file edited while the processes started): give them the same files, then start "
                              "again.")  # fmt: skip
+
+
+# --- data as people have it ---------------------------------------------------------------------------------------
+
+CHAT = [{"role": "user", "content": "Name a color."}]
+
+
+def csv_file(tmp, text: str) -> str:
+    path = tmp / "rows.csv"
+    path.write_bytes(text.encode("utf-8-sig"))  # with a byte-order mark, as Excel saves "CSV UTF-8"
+    return str(path)
+
+
+# (id, what writes the data, extra recipe fields, the one line's words)
+DATA_ROWS = [
+    # Before: "has neither a 'prompt' column ... found columns ['\ufeffprompt', 'color']", before torch loaded. Now
+    # the file is read (2 rows, one prompt with a newline inside its quotes) and the next check speaks.
+    ("c_p_csv_bom_nl", lambda tmp: csv_file(tmp, 'prompt,color\r\n"Name a\ncolor.",red\r\nSay hi,blue\r\n'),
+     {"per_device_train_batch_size": 8}, ["The dataset has 2 rows, fewer than the 4 distinct prompts"]),
+    ("c_p_csv_header_only", lambda tmp: csv_file(tmp, "prompt,color\r\n"), {}, ["rows.csv has no rows (a header only?)"]),
+    ("c_p_mixed_text_chat", lambda tmp: write_rows(tmp, ["Name a color.", CHAT, "Say hi."]), {},
+     ["mixes prompt kinds: row 0 is text and row 1 is chat messages", "TRL batches a dataset as one kind"]),
+    ("c_p_mixed_chat_text", lambda tmp: write_rows(tmp, [CHAT, CHAT, "Say hi."]), {},
+     ["mixes prompt kinds: row 0 is chat messages and row 2 is text"]),
+    ("c_p_mixed_text_chat_sys", lambda tmp: write_rows(tmp, ["Name a color.", [{"role": "system", "content": "x"},
+     *CHAT]]), {"system_prompt": "Be brief."}, ["row 0 is text and row 1 is chat messages"]),
+    ("c_p_content_list", lambda tmp: write_rows(tmp, [[{"role": "user", "content": [{"type": "text",
+     "text": "Name a color."}]}]] * 2), {},
+     ["row 0: 'prompt' message 0 has its content as a list of parts (types text)", "write the content as one string"]),
+    ("c_p_badrole", lambda tmp: write_rows(tmp, [CHAT, [{"role": "human", "content": "Hi"}]]), {},
+     ["row 1: 'prompt' message 0 has the role 'human', which chat templates do not know", "'human' -> 'user'"]),
+]  # fmt: skip
+
+
+def write_rows(tmp, prompts) -> str:
+    from tests.helpers.bad_inputs import write_jsonl
+
+    return write_jsonl(tmp / "rows.jsonl", [{"prompt": prompt, "color": "red"} for prompt in prompts])
+
+
+@pytest.mark.parametrize(("make", "fields", "words"), [r[1:] for r in DATA_ROWS], ids=[r[0] for r in DATA_ROWS])
+def test_data_as_people_have_it(tmp_path, capsys, monkeypatch, make, fields, words):
+    overrides = {"dataset_name": make(tmp_path), "reward_funcs": ["format", "tests.helpers.bad_rewards.color_reward"],
+                 **fields}  # fmt: skip
+    check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, words)
