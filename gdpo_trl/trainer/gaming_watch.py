@@ -68,4 +68,5 @@ class GamingWatch(TrainerCallback):
         if check.fired and self.first_firing is None:
             self.first_firing = check.step
             if state.is_world_process_zero:
-                warnings.warn(warning_text(check), UserWarning, stacklevel=2)
+                # From this module, so that gdpo train prints it as one line (cli/console.py: the package's warnings)
+                warnings.warn(warning_text(check), UserWarning, stacklevel=1)
