@@ -36,14 +36,14 @@ TOTAL = "reward"  # the total's log key: shown, but not one of the rewards Holm'
 @dataclass(frozen=True)
 class SeedPlan:
     """What a comparison of ``seeds`` seeds per arm (the fewest any method has) can show on ``rewards``: the
-    between-seed standard deviation each reward is planned at (``sds``, measured on these seeds or
-    :data:`STUDY_SEED_SD`: ``measured`` says which), the difference each could detect with 80% power under Holm
+    between-seed standard deviation each reward is planned at (``sds``, measured on these seeds, or
+    :data:`STUDY_SEED_SD` for the rewards in ``assumed``), the difference each could detect with 80% power under Holm
     (``detectable``; inf with one seed) and the seeds per arm ``difference`` needs on every reward (``needed``)."""
 
     seeds: int
     rewards: list[str]
     sds: dict[str, float]
-    measured: bool
+    assumed: list[str]
     detectable: dict[str, float]
     needed: int
     difference: float
@@ -74,16 +74,17 @@ def seed_plan(curves, reward_names: list[str], tail: int, difference: float = DI
 
     rewards = [n for n in reward_names if n != TOTAL and any(reward_key(n) in c.values for c in curves)]
     seeds = min(len(next(iter(c.values.values()))) for c in curves if c.values) if curves else 0
-    measured = seeds >= 2
-    sds = {}
+    sds, assumed = {}, []
     for name in rewards:
         sd = pooled_sd([finals(c.values[reward_key(name)], tail) for c in curves if reward_key(name) in c.values])
-        sds[name] = sd if measured and sd > 0 else STUDY_SEED_SD
-    measured = measured and all(sd != STUDY_SEED_SD for sd in sds.values())
+        if seeds < 2 or sd == 0:
+            sd = STUDY_SEED_SD
+            assumed.append(name)
+        sds[name] = sd
     k = max(1, len(rewards))
     detectable = {name: detectable_difference(seeds, sd, k, ALPHA, POWER) for name, sd in sds.items()}
     needed = max((seeds_for_power(difference, sd, k, ALPHA, POWER) for sd in sds.values()), default=2)
-    return SeedPlan(seeds, rewards, sds, measured, detectable, needed, difference)
+    return SeedPlan(seeds, rewards, sds, assumed, detectable, needed, difference)
 
 
 def caveat(plan: SeedPlan) -> str:
@@ -92,12 +93,16 @@ def caveat(plan: SeedPlan) -> str:
     k = len(plan.rewards)
     holm = f"80% power under Holm across the {k} reward{'s' if k != 1 else ''}"
     per_arm = f"{plan.seeds} seed{'s' if plan.seeds != 1 else ''} per arm"
-    spread = (
-        "at the spread between these seeds' finals"
-        if plan.measured
-        else f"at the committed seed studies' typical spread between seeds (sd {STUDY_SEED_SD} of a 0..1 reward's "
-        "final; this comparison measured none)"
-    )
+    studies = f"the committed seed studies' typical spread between seeds (sd {STUDY_SEED_SD} of a 0..1 reward's final)"
+    if not plan.assumed:
+        spread = "at the spread between these seeds' finals"
+    elif len(plan.assumed) == len(plan.rewards):
+        spread = f"at {studies}; this comparison measured none"
+    else:
+        spread = (
+            f"at the spread between these seeds' finals, and for {', '.join(plan.assumed)}, whose finals did not "
+            f"vary, at {studies}"
+        )
     if plan.enough:
         return (
             f"{per_arm}: enough to detect a difference of {plan.difference:g} on every reward with {holm} ({spread}; "

@@ -38,11 +38,13 @@ def _cells(line: str) -> list[str]:
 
 def test_one_seed_opens_with_the_caveat_at_the_studies_spread():
     plan = seed_power.seed_plan(_curves({"grpo": [0.5], "gdpo": [0.6]}), ["format_reward", "reward"], tail=1)
-    assert (plan.seeds, plan.measured, plan.sds) == (1, False, {"format_reward": seed_power.STUDY_SEED_SD})
+    assert (plan.seeds, plan.assumed, plan.sds) == (1, ["format_reward"], {"format_reward": seed_power.STUDY_SEED_SD})
     assert plan.needed == seeds_for_power(0.03, seed_power.STUDY_SEED_SD, rewards=1) and not plan.enough
     text = seed_power.caveat(plan)
     assert text.startswith("**1 seed per arm: this comparison cannot show a difference between the methods**")
-    assert f"{plan.needed} seeds per arm are needed to detect 0.03" in text and f"sd {seed_power.STUDY_SEED_SD}" in text
+    assert (
+        f"{plan.needed} seeds per arm are needed to detect 0.03" in text and f"sd {seed_power.STUDY_SEED_SD}" in text
+    )
     # No Welch test with one seed: no differences table.
     assert seed_power.differences_table(_curves({"grpo": [0.5], "gdpo": [0.6]}), ["format_reward"], 1, {}) == ""
 
@@ -51,13 +53,22 @@ def test_a_few_seeds_say_what_difference_they_can_show():
     grpo, gdpo = [0.50, 0.55, 0.60], [0.58, 0.62, 0.57]
     plan = seed_power.seed_plan(_curves({"grpo": grpo, "gdpo": gdpo}), ["format_reward", "reward"], tail=1)
     sd = math.sqrt((statistics.variance(grpo) + statistics.variance(gdpo)) / 2)  # pooled over the two methods
-    assert plan.sds["format_reward"] == pytest.approx(sd) and plan.measured
+    assert plan.sds["format_reward"] == pytest.approx(sd) and plan.assumed == []
     assert plan.detectable["format_reward"] == pytest.approx(detectable_difference(3, sd, 1))
     text = seed_power.caveat(plan)
     assert text.startswith(
         f"**3 seeds per arm: this can only show differences of about {detectable_difference(3, sd, 1):.2f}"
     )
     assert f"{seeds_for_power(0.03, sd, 1)} seeds per arm are needed for 0.03" in text
+    # A reward whose finals did not vary between seeds is planned at the studies' spread, and the caveat says so.
+    flat = _curves({"grpo": grpo, "gdpo": gdpo})
+    for c in flat:
+        c.values["rewards/integer_reward/mean"] = [[1.0] * 3] * 3
+    mixed = seed_power.seed_plan(flat, ["format_reward", "integer_reward"], tail=1)
+    assert mixed.assumed == ["integer_reward"] and mixed.sds["integer_reward"] == seed_power.STUDY_SEED_SD
+    assert "and for integer_reward, whose finals did not vary, at the committed seed studies'" in seed_power.caveat(
+        mixed
+    )
     enough = seed_power.seed_plan(_curves({"grpo": grpo, "gdpo": gdpo}), ["format_reward"], tail=1, difference=0.5)
     assert enough.enough and seed_power.caveat(enough).startswith(
         "3 seeds per arm: enough to detect a difference of 0.5"
@@ -168,6 +179,9 @@ def test_gdpo_compare_with_one_seed_opens_with_the_caveat(tmp_path):
 
     _write_run(tmp_path / "grpo-seed0", [0.5, 0.6, 0.7])
     _write_run(tmp_path / "gdpo-seed0", [0.5, 0.7, 0.8])
+    # Each run evaluated on one shared set (gdpo eval into eval-<method>-seed<N>/): GDPO alone solves 4, GRPO alone 1.
+    _write_eval(tmp_path / "eval-grpo-seed0", [{"correctness": v} for v in [1, 1, 0, 0, 0, 0, 0, 1]])
+    _write_eval(tmp_path / "eval-gdpo-seed0", [{"correctness": v} for v in [1, 0, 1, 1, 1, 1, 0, 1]])
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         compare.main(["--skip_training", "--seeds", "0", "--methods", "grpo", "gdpo", "--output_dir", str(tmp_path)])
@@ -176,3 +190,6 @@ def test_gdpo_compare_with_one_seed_opens_with_the_caveat(tmp_path):
     written = (tmp_path / "comparison.md").read_text()
     assert written.startswith(opening) and "Differences of the final values" not in written
     assert "| GDPO | format_reward | 0.500 | 0.667 | 0.300 | 2.0 (1/1 seeds) |" in written  # start + 10% of 0.3
+    # McNemar: 4 discordant problems for GDPO, 1 for GRPO: p = 2 (1 + 5) / 32 = 0.375; the difference 3 / 8.
+    cell = "+0.375 (4:1), p 0.375"
+    assert f"| correctness | GDPO − GRPO | McNemar (exact) | {cell} | {cell} |" in written
