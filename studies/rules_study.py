@@ -300,8 +300,7 @@ def analyze(out_dir: Path, docs_dir: Path, command: str) -> None:
             },
         }
         (docs_dir / "logs").mkdir(parents=True, exist_ok=True)
-        with gzip.open(docs_dir / "logs" / f"{task}.json.gz", "wt") as file:
-            json.dump(logs, file)
+        (docs_dir / "logs" / f"{task}.json.gz").write_bytes(gzip.compress(json.dumps(logs).encode(), mtime=0))
         print(markdown(result))
 
 
