@@ -174,6 +174,13 @@ VERDICT_WORDS = {
 }
 
 
+VERDICT_CLAUSES = {
+    LIKELY: "are likely to train differently",
+    SLIGHT: "may train slightly differently",
+    UNLIKELY: "are unlikely to train differently",
+}
+
+
 def verdict_sentence(rule: str, figures: dict) -> str:
     """The verdict in plain words, with the figures it rests on."""
     if figures["verdict"] == NO_SIGNAL:
@@ -183,7 +190,7 @@ def verdict_sentence(rule: str, figures: dict) -> str:
     return (
         f"{rule}'s advantages correlate {shown} with GRPO's, rank "
         f"{figures['groups_ranked_differently']:.0%} of groups differently and move a reward's share by at most "
-        f"{figures['share_shift']:.2f}: on these rewards the two are {VERDICT_WORDS[figures['verdict']]}."
+        f"{figures['share_shift']:.2f}: on these rewards the two {VERDICT_CLAUSES[figures['verdict']]}."
     )
 
 

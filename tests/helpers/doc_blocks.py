@@ -32,6 +32,7 @@ DOCS = (
     "docs/real_model.md",
     "docs/qwen.md",
     "docs/your_task.md",
+    "docs/pilot.md",
 )
 MARKERS = ("gpu", "slow", "runnable", "data")
 _MARKER = re.compile(r"<!--\s*(\w+)\s*-->")
