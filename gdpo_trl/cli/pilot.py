@@ -184,7 +184,8 @@ def full_parse(recipe_argv: list[str], recipe) -> tuple:
 
 def recipe_rewards(settings) -> list:
     """The recipe's reward functions as TRL will call them: from the registry (or their files) with
-    ``reward_kwargs``, conditions applied (Eq. 8). A process reward is refused: the rules compared are outcome-level."""
+    ``reward_kwargs``, conditions applied (Eq. 8). A process reward is left out, with a line saying so: the rules
+    compared are outcome-level."""
     from gdpo_trl.rewards import get_reward_funcs
     from gdpo_trl.rewards.conditioned import apply_reward_conditions
     from gdpo_trl.rewards.process import is_process_reward
@@ -192,11 +193,19 @@ def recipe_rewards(settings) -> list:
     with input_stage("rewards", ValueError):
         funcs = apply_reward_conditions(get_reward_funcs(settings.reward_funcs, settings.reward_kwargs),
                                         settings.reward_conditions)  # fmt: skip
-    if any(is_process_reward(f) for f in funcs):
-        raise InputError(
-            "gdpo pilot compares outcome-level rules; this recipe has a process reward (token-level advantages): "
-            "pilot it with the outcome rewards alone, or compare over seeds"
-        )
+    process = [i for i, f in enumerate(funcs) if is_process_reward(f)]
+    if process:  # the rules compared are outcome-level: a process reward's token-level credit is not one of them
+        named = [getattr(funcs[i], "__name__", str(funcs[i])) for i in process]
+        if len(process) == len(funcs):
+            raise InputError(
+                f"gdpo pilot compares outcome-level rules; every reward of this recipe is a process reward {named} "
+                "(token-level advantages): compare them over seeds instead"
+            )
+        print(f"gdpo pilot: the process reward(s) {named} left out: the rules compared are outcome-level", flush=True)
+        weights = settings.reward_weights
+        if weights is not None:
+            settings.reward_weights = [w for i, w in enumerate(weights) if i not in process]
+        funcs = [f for i, f in enumerate(funcs) if i not in process]
     if settings.reward_weights is not None and len(settings.reward_weights) != len(funcs):
         raise InputError(
             f"reward_weights has {len(settings.reward_weights)} values for {len(funcs)} reward functions: give one "

@@ -177,3 +177,31 @@ def test_bad_input_is_one_line_before_torch(argv, message):
     assert message in done.stderr, done.stderr
     assert done.returncode == 0, done.stderr  # the assertion after main ran: torch never loaded
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def shipped_cpu_recipes():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "recipes" / "cpu"
+    return sorted(p.name for p in root.iterdir() if (p / "config.yaml").exists())
+
+
+@pytest.mark.parametrize("name", shipped_cpu_recipes())
+def test_every_shipped_cpu_recipe_reads_into_a_pilot(name, tmp_path, monkeypatch):
+    """The pilot's settings and rewards from each CPU recipe (the field table, no TRL); a process reward is left out
+    with a line. Sampling itself is run on every recipe by scripts/pilot_every_recipe.py (minutes each)."""
+    import shutil
+    from pathlib import Path
+
+    from gdpo_trl.cli.first_checks import read_request
+    from gdpo_trl.cli.pilot import recipe_rewards, recipe_settings
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "your_task"
+    for file in examples.iterdir():  # cpu/your_task reads its rewards and prompts from the current folder
+        shutil.copy(file, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    request = read_request(["--config", f"cpu/{name}"])
+    settings = recipe_settings(request.recipe_argv, request.recipe)
+    funcs = recipe_rewards(settings)
+    assert funcs and settings.num_generations >= 2
+    assert len(settings.reward_weights or funcs) == len(funcs)
