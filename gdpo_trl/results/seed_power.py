@@ -30,6 +30,7 @@ from gdpo_trl.results.stats import (
 STUDY_SEED_SD = 0.032
 DIFFERENCE = 0.03  # the difference of interest on each reward, as in the pilot's plan
 ALPHA, POWER = 0.05, 0.8
+MAX_SEEDS = 100_000  # beyond this the plan says "more than" instead of searching further
 TOTAL = "reward"  # the total's log key: shown, but not one of the rewards Holm's family counts
 
 
@@ -45,7 +46,7 @@ class SeedPlan:
     sds: dict[str, float]
     assumed: list[str]
     detectable: dict[str, float]
-    needed: int
+    needed: int | float  # math.inf beyond MAX_SEEDS
     difference: float
 
     @property
@@ -83,8 +84,20 @@ def seed_plan(curves, reward_names: list[str], tail: int, difference: float = DI
         sds[name] = sd
     k = max(1, len(rewards))
     detectable = {name: detectable_difference(seeds, sd, k, ALPHA, POWER) for name, sd in sds.items()}
-    needed = max((seeds_for_power(difference, sd, k, ALPHA, POWER) for sd in sds.values()), default=2)
+    needed = max((_seeds_needed(difference, sd, k) for sd in sds.values()), default=2)
     return SeedPlan(seeds, rewards, sds, assumed, detectable, needed, difference)
+
+
+def _seeds_needed(difference: float, sd: float, rewards: int) -> int | float:
+    """:func:`seeds_for_power`, or ``math.inf`` beyond :data:`MAX_SEEDS` (a difference far below the spread)."""
+    try:
+        return seeds_for_power(difference, sd, rewards, ALPHA, POWER, max_seeds=MAX_SEEDS)
+    except ValueError:
+        return math.inf
+
+
+def _count(needed: int | float) -> str:
+    return f"more than {MAX_SEEDS:,}" if math.isinf(needed) else str(needed)
 
 
 def caveat(plan: SeedPlan) -> str:
@@ -106,17 +119,17 @@ def caveat(plan: SeedPlan) -> str:
     if plan.enough:
         return (
             f"{per_arm}: enough to detect a difference of {plan.difference:g} on every reward with {holm} ({spread}; "
-            f"{plan.needed} are needed)."
+            f"{_count(plan.needed)} are needed)."
         )
     if plan.seeds < 2:
         return (
             f"**{per_arm}: this comparison cannot show a difference between the methods**: one seed gives no spread "
-            f"between seeds to judge a difference against, so no interval or test below. {plan.needed} seeds per arm "
+            f"between seeds to judge a difference against, so no interval or test below. {_count(plan.needed)} seeds per arm "
             f"are needed to detect {plan.difference:g} on a reward with {holm}, {spread}."
         )
     shown = ", ".join(f"{plan.detectable[name]:.2f} ({name})" for name in plan.rewards)
     return (
-        f"**{per_arm}: this can only show differences of about {shown}** ({holm}, {spread}); {plan.needed} seeds per "
+        f"**{per_arm}: this can only show differences of about {shown}** ({holm}, {spread}); {_count(plan.needed)} seeds per "
         f"arm are needed for {plan.difference:g}. Read the differences below with that in mind."
     )
 

@@ -75,6 +75,13 @@ def test_a_few_seeds_say_what_difference_they_can_show():
     )
 
 
+def test_a_difference_far_below_the_spread_is_said_not_searched_for():
+    plan = seed_power.seed_plan(
+        _curves({"grpo": [0.0, 5.0, 2.0], "gdpo": [4.0, 1.0, 3.0]}), ["format_reward"], 1, 1e-4
+    )
+    assert math.isinf(plan.needed) and "more than 100,000 seeds per arm are needed" in seed_power.caveat(plan)
+
+
 def test_differences_by_welch_against_scipy_with_holm_and_no_bootstrap_below_eight_seeds():
     rng = np.random.default_rng(2)
     grpo, gdpo = list(rng.normal(0.5, 0.05, 3)), list(rng.normal(0.55, 0.05, 3))
