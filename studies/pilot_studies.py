@@ -168,12 +168,24 @@ def keep(study: Study, out: Path, command: list[str]) -> None:
     target = KEPT / study.id
     target.mkdir(parents=True, exist_ok=True)
     report = json.loads((out / "pilot.json").read_text(encoding="utf-8"))
-    report["command"] = " ".join(c if not c.startswith(str(ROOT)) else os.path.relpath(c, ROOT) for c in command)
-    report["command"] = re.sub(r"\S*/gsm8k/", "DATA/", report["command"])
+    report["command"] = " ".join(command)
+    report = without_machine_paths(report)
     (target / "pilot.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     data = (out / "completions.jsonl").read_bytes()
     (target / "completions.jsonl.gz").write_bytes(gzip.compress(data, mtime=0))  # the same bytes for the same run
     print(f"{study.id}: kept", flush=True)
+
+
+def without_machine_paths(value):
+    """``value`` with this checkout's folder written relative and the GSM8K folder as ``DATA`` (the docs' name)."""
+    if isinstance(value, dict):
+        return {k: without_machine_paths(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_machine_paths(v) for v in value]
+    if isinstance(value, str):
+        value = value.replace(f"{ROOT}/", "")
+        return re.sub(r"\S*/gsm8k/", "DATA/", value)
+    return value
 
 
 def right(verdict: str, differed: bool) -> bool:
