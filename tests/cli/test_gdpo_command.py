@@ -34,6 +34,7 @@ def test_help_lists_every_subcommand(capsys):
     assert all(name in out for name in ("train", "eval", "compare", "plot", "gaming", "recipes")) and set(SUBCOMMANDS) == {
         "train",
         "eval",
+        "pilot",
         "compare",
         "plot",
         "gaming",
