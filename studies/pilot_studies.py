@@ -194,6 +194,7 @@ def right(verdict: str, differed: bool) -> bool:
 
 
 def table_rows() -> list[dict]:
+    """One row per study: its outcome, and its kept pilot's figures, verdict and whether it was right."""
     rows = []
     for study in STUDIES:
         kept = KEPT / study.id / "pilot.json"
@@ -218,9 +219,10 @@ def table_rows() -> list[dict]:
     return rows
 
 
-def write_table() -> None:
+def write_table(results: Path = RESULTS) -> str:
+    """Write ``pilot_studies.json`` and ``pilot_studies.md`` into ``results`` from the kept pilots; returns the text."""
     rows = table_rows()
-    (RESULTS / "pilot_studies.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+    (results / "pilot_studies.json").write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     lines = [
         "# Is the pilot right? `gdpo pilot` at the start of every committed study",
         "",
@@ -250,8 +252,9 @@ def write_table() -> None:
         "",
         f"Right in {sum(r['right'] for r in scored)} of {len(scored)} piloted comparisons.",
     ]
-    (RESULTS / "pilot_studies.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+    text = "\n".join(lines) + "\n"
+    (results / "pilot_studies.md").write_text(text, encoding="utf-8")
+    return text
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -263,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "run":
         run(args.data, args.only)
     else:
-        write_table()
+        print(write_table(), end="")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ GENERATED.append("docs/results/qwen_gdpo_grpo.md")  # study H9: tests/studies/te
 GENERATED.append("docs/results/qwen_pilot.md")  # study H9's pilot: tests/studies/test_qwen_study.py regenerates it
 GENERATED.append("docs/results/gaming_watch.md")  # tests/studies/test_gaming_validation.py regenerates it
 GENERATED.append("docs/results/second_reading.md")  # H8's and H9's secondary reading: tests/studies/test_second_reading.py
+GENERATED.append("docs/results/pilot_studies.md")  # the pilot against every study: tests/studies/test_pilot_studies.py
 
 
 @functools.cache
