@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
 from gdpo_trl.data.files import jsonl_lines, load_local_file, load_local_folder
-from gdpo_trl.data.prompt_shapes import local_prompts, prompt_shape_problem
+from gdpo_trl.data.prompt_shapes import argument_column_problem, local_prompts, prompt_shape_problem
 from gdpo_trl.storage.local_paths import nearest_existing
 
 if TYPE_CHECKING:
@@ -177,7 +177,9 @@ def check_local_dataset(source: str, requested: str = "auto") -> None:
         raise InputError(line)
     columns = peek_columns(source)
     if columns is None or choose_format(columns, requested, source) != "prompt":
-        return
+        return  # GSM8K rows keep question and answer only
+    if problem := argument_column_problem(columns, source):
+        raise InputError(problem)
     prompts = local_prompts(source)
     if prompts is not None and (problem := prompt_shape_problem(prompts, source)):
         raise InputError(problem)

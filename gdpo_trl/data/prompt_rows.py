@@ -15,6 +15,7 @@ import inspect
 from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
+from gdpo_trl.data.prompt_shapes import argument_column_problem, prompt_shape_problem
 from gdpo_trl.rewards import reward_name
 
 if TYPE_CHECKING:
@@ -39,10 +40,13 @@ def prompt_problem(prompt) -> str | None:
 
 
 def check_prompts(prompts: list, source: str) -> None:
-    """Refuse the first row whose prompt is neither text nor chat messages, naming it."""
+    """Refuse the first row whose prompt is neither text nor chat messages, naming it; then the first row of another
+    kind than the first row's, or whose messages no chat template renders (:mod:`gdpo_trl.data.prompt_shapes`)."""
     for row, prompt in enumerate(prompts):
         if problem := prompt_problem(prompt):
             raise InputError(f"dataset {source!r} row {row}: 'prompt' {problem}. Fix or drop that row.")
+    if problem := prompt_shape_problem(prompts, source):
+        raise InputError(problem)
 
 
 def with_system_message(rows: datasets.Dataset, system_prompt: str) -> datasets.Dataset:
@@ -112,9 +116,20 @@ def check_reward_columns(dataset, reward_funcs: list) -> None:
             )
 
 
-def check_train_rows(dataset, reward_funcs) -> None:
-    """What ``GDPOTrainer`` checks of its ``train_dataset`` when it is built: a ``prompt`` column, and every column a
-    reward requires (``reward_funcs``: a list, one callable, or reward model ids, which need none)."""
-    check_prompt_column(dataset)
-    funcs = reward_funcs if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
-    check_reward_columns(dataset, [func for func in funcs if callable(func)])
+def check_train_rows(dataset, reward_funcs, environments: bool = False, rollout_fields: bool = False) -> None:
+    """What ``GDPOTrainer`` checks of its ``train_dataset`` when it is built: no column named like an argument TRL
+    passes the rewards itself, a ``prompt`` column, and every column a reward requires (``reward_funcs``: a list, one
+    callable, or reward model ids, which need none).
+
+    As TRL does: with ``environments`` (an ``environment_factory``) a row needs no ``prompt``, each environment's
+    ``reset()`` supplies it (a multi-environment dataset may hold only its ``environment`` column); with
+    ``rollout_fields`` (a ``rollout_func``) a reward's argument may come from the extra fields the function returns,
+    which TRL passes the rewards by name, so the arguments are not checked against the columns."""
+    columns = getattr(dataset, "column_names", None)
+    if isinstance(columns, list) and (problem := argument_column_problem(columns, "train_dataset")):
+        raise InputError(problem)
+    if not environments:
+        check_prompt_column(dataset)
+    if not rollout_fields:
+        funcs = reward_funcs if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
+        check_reward_columns(dataset, [func for func in funcs if callable(func)])

@@ -8,7 +8,9 @@ know (``"human"``, ``"bot"``); each trained in silence or failed deep in the fir
 as one kind (TRL decides by the first row), a list of parts is rendered as its Python text by Qwen2.5's template, an
 unknown role is dropped or rendered as a user turn. :func:`prompt_shape_problem` names the first such row, before
 the model loads (:func:`local_prompts` reads a local file's prompts without ``datasets``, so ``gdpo train`` answers
-before torch is imported). Stdlib only.
+before torch is imported). So does :func:`argument_column_problem` for a column named like an argument TRL passes
+every reward itself (``completions``, ``trainer_state``, ...): TRL would fail at the first step, or replace or drop
+the column without a word. Stdlib only.
 """
 
 from __future__ import annotations
@@ -19,10 +21,37 @@ from pathlib import Path
 
 from gdpo_trl.data.files import jsonl_lines
 
+# Column names TRL 1.16's GRPOTrainer._calculate_rewards gives a meaning of its own when it calls the rewards, with
+# what it does to a dataset column of that name: it passes its own value under that name (the call then fails with
+# "got multiple values for keyword argument"), replaces the column by its own object, or leaves the column out.
+TRL_ARGUMENT_COLUMNS = {
+    "prompts": "passes its own prompts under that name, so the first reward call would fail (a keyword given twice)",
+    "completions": "passes its own completions under that name, so the first reward call would fail (a keyword "
+    "given twice)",
+    "completion_ids": "leaves a column of that name out and passes the completions' token ids instead",
+    "completion": "leaves a column of that name out: no reward would see it",
+    "trainer_state": "replaces it by the trainer's state",
+    "log_extra": "replaces it by its logging callback",
+    "log_metric": "replaces it by its logging callback",
+    "environments": "replaces it by the rollouts' environments",
+}
 # The roles chat templates know (Qwen2.5, Llama 3, SmolLM2, the tiny builtins): others are dropped or misrendered.
 ROLES = ("system", "user", "assistant", "tool")
 # A .json file is read whole for its prompts only below this size (the loader reads bigger ones).
 PEEK_JSON_BYTES = 50_000_000
+
+
+def argument_column_problem(columns, source: str) -> str | None:
+    """The line for the first column named like an argument TRL gives the rewards itself (:data:`TRL_ARGUMENT_COLUMNS`),
+    with a rename; None when there is none."""
+    for column in columns or []:
+        if column in TRL_ARGUMENT_COLUMNS:
+            return (
+                f"dataset {source!r} has a column {column!r}, a name TRL gives the reward functions itself: it "
+                f"{TRL_ARGUMENT_COLUMNS[column]}. Rename the column (e.g. to 'reference_{column}') and the reward "
+                "argument that reads it."
+            )
+    return None
 
 
 def prompt_kind(prompt) -> str | None:

@@ -73,6 +73,25 @@ def gathered_completion_mask(accelerator, output: dict) -> torch.Tensor:
     return length_mask(lengths, int(lengths.max().item()) if lengths.numel() else 0)
 
 
+def positional_as_keywords(values: tuple, keywords: dict) -> dict:
+    """``GRPOTrainer``'s arguments after ``args`` given by place (``GDPOTrainer(model, rewards, config, dataset)``,
+    as TRL's signature takes them: ``train_dataset``, ``eval_dataset``, ``processing_class``, ...), by name; a
+    ``TypeError`` as Python gives for too many or for one given both ways."""
+    import inspect
+
+    names = [
+        p.name
+        for p in inspect.signature(GRPOTrainer.__init__).parameters.values()
+        if p.kind is p.POSITIONAL_OR_KEYWORD
+    ][4:]  # after self, model, reward_funcs, args
+    if len(values) > len(names):
+        raise TypeError(f"GDPOTrainer takes at most {len(names) + 3} positional arguments ({len(values) + 3} given)")
+    given = dict(zip(names, values, strict=False))
+    if twice := sorted(set(given) & set(keywords)):
+        raise TypeError(f"GDPOTrainer got multiple values for argument {twice[0]!r}")
+    return given
+
+
 # Mixins: process rewards' token-level advantages (token_rewards), checkpoints renamed into place when whole.
 class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
     """``GRPOTrainer`` whose advantages come from ``compute_advantages``: GDPO by default.
@@ -112,7 +131,8 @@ class GDPOTrainer(TokenAdvantages, StagedSaves, GRPOTrainer):
     _tag_names = ["trl", "gdpo"]
     _paper = GDPO_PAPER
 
-    def __init__(self, model, reward_funcs=None, args: GDPOConfig | None = None, **kwargs):
+    def __init__(self, model, reward_funcs=None, args: GDPOConfig | None = None, *trl_args, **kwargs):
+        kwargs = {**positional_as_keywords(trl_args, kwargs), **kwargs}  # TRL's signature: train_dataset, ... by place
         if args is None:
             name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
             args = GDPOConfig(f"{str(name).removeprefix('builtin:').rstrip('/').split('/')[-1]}-GDPO")

@@ -74,7 +74,12 @@ def prepare_rewards(reward_funcs, args, **trainer_kwargs) -> PreparedRewards:
     Raises ``InputError`` for rows that lack a column, a condition naming an unknown reward, ``ValueError`` for
     process rewards with settings they cannot train with. Calls no reward.
     """
-    check_train_rows(trainer_kwargs.get("train_dataset"), reward_funcs)
+    check_train_rows(
+        trainer_kwargs.get("train_dataset"),
+        reward_funcs,
+        environments=trainer_kwargs.get("environment_factory") is not None,  # reset() may supply the prompt
+        rollout_fields=trainer_kwargs.get("rollout_func") is not None,  # its extra fields reach the rewards
+    )
     if reward_funcs is None:
         return PreparedRewards(None, [], args.reward_timeout)
     given = list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]

@@ -571,3 +571,59 @@ def test_data_as_people_have_it(tmp_path, capsys, monkeypatch, make, fields, wor
     overrides = {"dataset_name": make(tmp_path), "reward_funcs": ["format", "tests.helpers.bad_rewards.color_reward"],
                  **fields}  # fmt: skip
     check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, words)
+
+
+# --- columns named like TRL's reward arguments --------------------------------------------------------------------
+
+# (id, the column, the words of the one line). Before: 'completions' and 'prompts' a TypeError ("got multiple values
+# for keyword argument") at the first step, after the model loaded; 'completion_ids' and 'trainer_state' trained with
+# TRL's own values in their place while the data line said "the rewards also receive completion_ids".
+COLUMN_ROWS = [
+    ("c_p_col_completions", "completions", "passes its own completions under that name"),
+    ("c_p_col_prompts", "prompts", "passes its own prompts under that name, so the first reward call would fail"),
+    ("c_p_col_completion_ids", "completion_ids", "leaves a column of that name out and passes the completions' token"),
+    ("c_p_col_trainer_state_read", "trainer_state", "replaces it by the trainer's state"),
+]
+
+
+@pytest.mark.parametrize(("column", "words"), [r[1:] for r in COLUMN_ROWS], ids=[r[0] for r in COLUMN_ROWS])
+def test_a_column_named_like_trls_reward_arguments(tmp_path, capsys, monkeypatch, column, words):
+    from tests.helpers.bad_inputs import write_jsonl
+
+    data = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": CHAT, column: "x"}] * 2)
+    line = [f"dataset {data!r} has a column {column!r}, a name TRL gives the reward functions itself: it", words,
+            f"Rename the column (e.g. to 'reference_{column}') and the reward argument that reads it."]  # fmt: skip
+    err = check_train_rejects(tmp_path, capsys, monkeypatch, {"dataset_name": data}, [], None, line)
+    assert "rewards also receive" not in err
+
+
+def test_the_column_is_refused_before_torch_loads(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.cli.test_reward_files import HEAVY, PROBE, ROOT
+    from tests.helpers.bad_inputs import BASE_RECIPE
+
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"prompt": "Say hi.", "completions": "x"}) + "\n")
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump({**BASE_RECIPE, "dataset_name": "rows.jsonl"}))
+    probe = PROBE.format(root=str(ROOT), heavy=HEAVY)
+    argv = ["train", "--config", "recipe.yaml", "--output_dir", "out"]
+    done = subprocess.run([sys.executable, "-c", probe, *argv], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.stdout.strip() == "exit 2 loaded []", done.stdout + done.stderr[-2000:]
+    assert "has a column 'completions', a name TRL gives the reward functions itself" in done.stderr
+
+
+def test_the_python_api_refuses_the_column_too():
+    from datasets import Dataset
+
+    from gdpo_trl.core.errors import InputError
+    from gdpo_trl.data.prompt_rows import check_train_rows
+
+    rows = Dataset.from_dict({"prompt": ["a", "b"], "log_metric": [1, 2]})
+    with pytest.raises(InputError, match="has a column 'log_metric', a name TRL gives the reward functions itself"):
+        check_train_rows(rows, [lambda completions, **kw: [0.0] * len(completions)])
+    check_train_rows(Dataset.from_dict({"environment": ["a"]}), [], environments=True)  # the routing column: fine
