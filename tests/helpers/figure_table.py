@@ -212,6 +212,16 @@ SETTINGS: dict[str, dict[str, str]] = {
         "1,500": "the seeded battery's size in tests/rewards/test_rewards_toolcall_parity.py",
         "4,000": "the traces the toolcall warm start is fine-tuned on (its recipe's steps x batch size)",
     },
+    "docs/pilot.md": {
+        "0.90": "the verdict rule's threshold (gdpo_trl/results/pilot.py DIFFERENT_CORRELATION)",
+        "0.15": "the verdict rule's threshold (gdpo_trl/results/pilot.py DIFFERENT_SHARE_SHIFT)",
+        "0.95": "the verdict rule's threshold (gdpo_trl/results/pilot.py SAME_CORRELATION)",
+        "0.10": "the verdict rule's threshold (gdpo_trl/results/pilot.py SAME_SHARE_SHIFT)",
+        "0.03": "gdpo pilot's --difference default (gdpo_trl/cli/pilot.py)",
+        "80%": "the plan's power (gdpo_trl/results/pilot.py plan)",
+        "0.060": "the plan's between-seed SD (gdpo_trl/results/pilot.py SEED_SD, recomputed by tests/results/test_pilot.py)",
+    },
+    "docs/your_task.md": {"0.03": "gdpo pilot's --difference default (gdpo_trl/cli/pilot.py)"},
     "docs/training.md": {
         "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",
         "30 s": "how often a slow reward is named again (gdpo_trl/trainer/reward_checks.py)",
