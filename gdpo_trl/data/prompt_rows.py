@@ -12,6 +12,8 @@ first batch with a ``KeyError`` or a ``TypeError``.
 from __future__ import annotations
 
 import inspect
+import math
+import warnings
 from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
@@ -116,6 +118,52 @@ def check_reward_columns(dataset, reward_funcs: list) -> None:
             )
 
 
+def read_columns(func, columns: list[str]) -> list[str]:
+    """The dataset columns ``func`` names as arguments (with a default or without), TRL's own arguments aside."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in parameters if p.kind in named and p.name in columns and p.name not in TRL_REWARD_ARGUMENTS]
+
+
+def is_missing(value) -> bool:
+    """A row's value for a column it does not have: None (a JSON row without the key, or null; an empty CSV field)
+    or NaN (an empty field of a numeric CSV column)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def check_missing_values(dataset, reward_funcs: list) -> None:
+    """Rows without a value for a column a reward reads: every row, refused (the reward could read nothing); some
+    rows, warned about in one line naming the first (the reward gets None there: meant where rows of several tasks
+    are mixed, a mistake in a file with a gap). Before, TRL passed the None and the reward raised or scored 0."""
+    columns = getattr(dataset, "column_names", None)
+    if not isinstance(columns, list) or not hasattr(dataset, "__len__") or not len(dataset):
+        return
+    seen: dict[str, list[int]] = {}
+    for func in reward_funcs:
+        for column in read_columns(func, columns):
+            if column not in seen:
+                seen[column] = [row for row, value in enumerate(dataset[column]) if is_missing(value)]
+            missing, name, count = seen[column], reward_name(func), len(dataset)
+            if len(missing) == count:
+                raise InputError(
+                    f"reward {name!r} reads the column {column!r}, which no row of the dataset has a value for (all "
+                    f"{count} missing or null): fill it in, or drop the reward."
+                )
+            if missing:
+                warnings.warn(
+                    f"reward {name!r} reads the column {column!r}, which {len(missing)} of {count} rows have no value "
+                    f"for (missing or null; the first: row {missing[0]}): the reward gets None there. Fill them in, "
+                    "or drop those rows (where rows of another task are mixed in, have the reward return None "
+                    "for them).",
+                    UserWarning,
+                    stacklevel=1,  # this file's: gdpo train prints the package's warnings as one line
+                )
+                seen[column] = []  # said once per column
+
+
 def check_train_rows(dataset, reward_funcs, environments: bool = False, rollout_fields: bool = False) -> None:
     """What ``GDPOTrainer`` checks of its ``train_dataset`` when it is built: no column named like an argument TRL
     passes the rewards itself, a ``prompt`` column, and every column a reward requires (``reward_funcs``: a list, one
@@ -130,6 +178,8 @@ def check_train_rows(dataset, reward_funcs, environments: bool = False, rollout_
         raise InputError(problem)
     if not environments:
         check_prompt_column(dataset)
+    funcs = reward_funcs if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
+    funcs = [func for func in funcs if callable(func)]
     if not rollout_fields:
-        funcs = reward_funcs if isinstance(reward_funcs, (list, tuple)) else [reward_funcs]
-        check_reward_columns(dataset, [func for func in funcs if callable(func)])
+        check_reward_columns(dataset, funcs)
+    check_missing_values(dataset, funcs)

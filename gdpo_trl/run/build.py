@@ -88,7 +88,7 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     )
     if tokenizer.pad_token is None:  # GRPO pads prompts and completions
         tokenizer.pad_token = tokenizer.eos_token
-    check_chat_template(train_dataset, tokenizer, model_path)
+    check_chat_template(train_dataset, tokenizer, model_path, script_args.dataset_name)
     check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
     check_data(train_dataset, rewards, training_args)  # each reward fits the rows; enough rows for one step
     check_environments(environments, train_dataset, tokenizer, model_path)  # made, reset once; template renders tools

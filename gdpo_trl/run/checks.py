@@ -7,6 +7,8 @@ bad recipe fails in seconds instead of after the model is built, or after hours 
 from __future__ import annotations
 
 import logging
+import os
+import warnings
 from pathlib import Path
 
 from gdpo_trl.core.config_checks import check_weight_counts
@@ -115,10 +117,33 @@ def check_loaded_weights(model, model_path: str) -> None:
         raise InputError(nonfinite_refusal(model_path, found))
 
 
-def check_chat_template(dataset, tokenizer, model_path: str) -> None:
-    """Conversational prompts need the tokenizer's chat template; without one TRL fails at the first batch."""
-    if len(dataset) and not isinstance(dataset[0]["prompt"], str) and not getattr(tokenizer, "chat_template", None):
+def check_chat_template(dataset, tokenizer, model_path: str, source: str | None = None) -> None:
+    """Conversational prompts need the tokenizer's chat template; without one TRL fails at the first batch. The
+    reverse is warned about, for the user's own rows (``source``: a file, folder or Hub id, not a named source of
+    the package): text prompts go to a model that has a chat template as they are (TRL's standard format), so an
+    instruct model is never shown a chat turn; before, a run of such a CSV rambled, every reward near 0, with only
+    "(text)" in the data line to tell."""
+    if not len(dataset) or "prompt" not in getattr(dataset, "column_names", ["prompt"]):
+        return
+    text = isinstance(dataset[0]["prompt"], str)
+    if not text and not getattr(tokenizer, "chat_template", None):
         raise InputError(no_chat_template(model_path))
+    if text and getattr(tokenizer, "chat_template", None) and own_rows(source) and os.environ.get("RANK", "0") == "0":
+        warnings.warn(
+            f"the prompts of {source!r} are text and {model_path} has a chat template: TRL gives the model text "
+            "prompts as they are, without the template, so an instruct model sees no chat turn. Write each prompt "
+            'as chat messages ([{"role": "user", "content": ...}]), or set system_prompt, which makes each text '
+            "prompt a chat of it and the text; keep them text for a base model.",
+            UserWarning,
+            stacklevel=1,  # this file's: gdpo train prints the package's warnings as one line
+        )
+
+
+def own_rows(source: str | None) -> bool:
+    """Whether ``source`` names the user's own rows (a file, a folder, a Hub id) rather than a named source."""
+    from gdpo_trl.data.sources import find_source
+
+    return isinstance(source, str) and find_source(source) is None
 
 
 def check_rewards(reward_funcs: list, training_args, **trainer_kwargs):

@@ -627,3 +627,48 @@ def test_the_python_api_refuses_the_column_too():
     with pytest.raises(InputError, match="has a column 'log_metric', a name TRL gives the reward functions itself"):
         check_train_rows(rows, [lambda completions, **kw: [0.0] * len(completions)])
     check_train_rows(Dataset.from_dict({"environment": ["a"]}), [], environments=True)  # the routing column: fine
+
+
+COLOR = "tests.helpers.bad_rewards.color_reward"
+
+
+def test_c_p_missing_color_row(tmp_path, capsys, monkeypatch):
+    """Before: row 1's missing 'color' reached color_reward as None, which raised TypeError at the first step (or, in
+    a reward that tolerated it, scored 0) with nothing naming the row. Now one warning line names the column, the
+    count and the first row, before the model loads (the run goes on: here the next check stops it)."""
+    from tests.helpers.bad_inputs import write_jsonl
+
+    rows = [{"prompt": CHAT, "color": "red"}, {"prompt": CHAT}, {"prompt": CHAT, "color": None}]
+    data = write_jsonl(tmp_path / "rows.jsonl", rows)
+    overrides = {"dataset_name": data, "reward_funcs": ["format", COLOR], "per_device_train_batch_size": 8}
+    err = check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, ["The dataset has 3 rows"])
+    warned = [line for line in err.splitlines() if "reads the column" in line]
+    assert warned == [
+        "gdpo train: warning: reward 'color_reward' reads the column 'color', which 2 of 3 rows have no value for "
+        "(missing or null; the first: row 1): the reward gets None there. Fill them in, or drop those rows (where "
+        "rows of another task are mixed in, have the reward return None for them)."
+    ], err
+
+
+def test_c_p_missing_color_row_all(tmp_path, capsys, monkeypatch):
+    """A CSV whose 'color' column is empty in every row: refused, naming the reward and the column."""
+    data = csv_file(tmp_path, "prompt,color\r\nName a color.,\r\nSay hi,\r\n")
+    overrides = {"dataset_name": data, "reward_funcs": ["format", COLOR]}
+    words = ["reward 'color_reward' reads the column 'color', which no row of the dataset has a value for (all 2 "
+             "missing or null): fill it in, or drop the reward."]  # fmt: skip
+    check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, words)
+
+
+def test_text_prompts_to_a_model_with_a_chat_template_are_said(tmp_path, capsys, monkeypatch):
+    """Before: a CSV of text prompts went to an instruct model without its chat template in silence (the model
+    rambled, every reward near 0). Now one warning line says so and how to wrap them."""
+    data = csv_file(tmp_path, "prompt,color\r\nName a color.,red\r\nSay hi,blue\r\n")
+    overrides = {"dataset_name": data, "reward_funcs": ["format", COLOR], "per_device_train_batch_size": 8}
+    err = check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, ["The dataset has 2 rows"])
+    (line,) = [line for line in err.splitlines() if "chat template" in line]
+    assert line.startswith(f"gdpo train: warning: the prompts of {data!r} are text and ")
+    assert "has a chat template: TRL gives the model text prompts as they are, without the template" in line
+    assert "or set system_prompt, which makes each text prompt a chat of it and the text" in line
+    overrides["dataset_name"] = write_rows(tmp_path, [CHAT, CHAT])  # chat prompts: nothing said
+    err = check_train_rejects(tmp_path, capsys, monkeypatch, overrides, [], None, ["The dataset has 2 rows"])
+    assert "chat template" not in err
