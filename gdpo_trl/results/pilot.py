@@ -289,33 +289,33 @@ def pilot_figures(
     }
 
 
-# The between-seed spread of a trained run's final mean reward, from the committed real-model studies (docs/results:
-# H8 on SmolLM2-135M, H9 on Qwen2.5-Coder-0.5B; three seeds per arm each): the largest standard deviation across
-# seeds of any 0/1 outcome in either arm. tests/results/test_pilot.py recomputes it from the committed files.
-SEED_SD_SOURCE = "H8, GRPO's format rate over seeds 0-4 (docs/results/smollm2_gdpo_grpo)"
-SEED_SD = 0.060
+# The between-seed spread a plan assumes, as gdpo compare's caveat does with one seed: the median, over the committed
+# seed studies H1-H7, of a 0..1 reward's final's standard deviation between seeds (gdpo_trl.results.seed_power).
+SEED_SD_SOURCE = "the committed seed studies H1-H7: the median between-seed SD of a 0..1 reward's final"
 
 
 def plan(
     summary: dict[str, dict],
     difference: float = 0.03,
     *,
-    seed_sd: float = SEED_SD,
+    seed_sd: float | None = None,
     seed_sd_source: str = SEED_SD_SOURCE,
     power: float = 0.8,
     alpha: float = 0.05,
 ) -> dict:
     """Seeds per arm and evaluation size to see ``difference`` on each reward at ``power``, Holm across the rewards.
 
-    - seeds per arm: two-sample t on the runs' final means, between-seed SD ``seed_sd`` (default :data:`SEED_SD`,
-      from the committed studies; a reward's own range scales it: ``seed_sd * (max - min)`` of a reward seen on a
-      wider range than [0, 1]);
+    - seeds per arm: Welch's test on the runs' final means, between-seed SD ``seed_sd`` (default
+      :data:`gdpo_trl.results.seed_power.STUDY_SEED_SD`, from the committed studies, as ``gdpo compare`` plans with
+      one seed; a reward seen on a wider range than [0, 1] scales it: ``seed_sd * (max - min)``);
     - evaluation problems: the per-problem difference between two arms on one shared set has, at most, twice a
       completion's variance seen in the pilot (independent arms; paired problems only lower it); a paired t at that SD.
     ``summary`` is :func:`reward_summary`'s. Rewards that never vary in the pilot are left out (nothing to see).
     """
+    from gdpo_trl.results.seed_power import STUDY_SEED_SD
     from gdpo_trl.results.stats import evaluation_size_for_power, seeds_for_power
 
+    seed_sd = STUDY_SEED_SD if seed_sd is None else seed_sd
     varied = {name: s for name, s in summary.items() if s["std"] is not None and s["std"] > 0}
     k = max(len(varied), 1)
     per_reward = {}

@@ -219,7 +219,7 @@ SETTINGS: dict[str, dict[str, str]] = {
         "0.10": "the verdict rule's threshold (gdpo_trl/results/pilot.py SAME_SHARE_SHIFT)",
         "0.03": "gdpo pilot's --difference default (gdpo_trl/cli/pilot.py)",
         "80%": "the plan's power (gdpo_trl/results/pilot.py plan)",
-        "0.060": "the plan's between-seed SD (gdpo_trl/results/pilot.py SEED_SD, recomputed by tests/results/test_pilot.py)",
+        "0.032": "the plan's between-seed SD (gdpo_trl/results/seed_power.py STUDY_SEED_SD, recomputed by its test)",
     },
     "docs/your_task.md": {"0.03": "gdpo pilot's --difference default (gdpo_trl/cli/pilot.py)"},
     "docs/training.md": {
