@@ -1,4 +1,4 @@
-"""What each reward's own copy of its inputs costs (issue 48): milliseconds per reward call.
+"""What each reward's own copy of its inputs costs: milliseconds per reward call.
 
 TRL hands every reward function the same lists (prompts, completions, completion ids, the dataset's columns), so
 ``CheckedReward`` gives each call its own copies (:func:`gdpo_trl.trainer.reward_checks.private_inputs`). This times

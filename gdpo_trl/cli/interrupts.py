@@ -1,6 +1,6 @@
 """Ctrl-C in a command running in this process: one line and exit status 130, as ``gdpo train``'s launcher says it
 for a run on several processes (:func:`gdpo_trl.cli.orphans.interrupted_line`), instead of a 52-118-line
-``KeyboardInterrupt`` traceback from wherever training was (issue 40)."""
+``KeyboardInterrupt`` traceback from wherever training was."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a command may write: a new file, outside any training run's folder (issue 40).
+"""What a command may write: a new file, outside any training run's folder.
 
 ``gdpo plot RUN --table RUN/trainer_state.json`` replaced the run's log history (with ``save_strategy: no`` its only
 copy) with a Markdown table, and said "wrote table". So every output path of ``gdpo plot`` and ``gdpo compare`` is

@@ -172,7 +172,7 @@ def load_local_folder(folder: Path, split: str, config: str | None = None, what:
     ``config``, e.g. GSM8K's ``main``, where the folder declares it), or a plain folder of ``.json``/``.jsonl``/
     ``.parquet`` files, with split names in the file or folder names (``train.jsonl``, ``test/``) or without (then
     read whole, as a single file is). ``load_dataset(folder, "main")`` failed on a plain folder with "BuilderConfig
-    'main' not found. Available: ['default']" (issue 40)."""
+    'main' not found. Available: ['default']"."""
     import datasets
 
     if (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file():

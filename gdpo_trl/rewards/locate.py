@@ -1,4 +1,4 @@
-"""Reward functions named by where they live: an import path or a file of the user's own (issue 47).
+"""Reward functions named by where they live: an import path or a file of the user's own.
 
 Three spellings, as TRL's own loaders take them (``trl grpo``'s dotted paths, its Harbor agents' ``module:Class``
 and ``file.py:Class``):

@@ -1,4 +1,4 @@
-"""Agent settings checked before the model loads (issue 31), one line each naming the culprit and the fix.
+"""Agent settings checked before the model loads, one line each naming the culprit and the fix.
 
 What TRL 1.16's ``GRPOTrainer.__init__`` does with an ``environment_factory`` (read in its source): it calls
 ``supports_tool_calling(processing_class)`` (``trl.chat_template_utils``: the template must render a user ->
@@ -11,7 +11,7 @@ the model load with 37-55 lines of traceback; an agent reward on a source with n
 
 - :func:`check_agent_recipe` (before the data): agent rewards without an environment, empty ``reward_conditions``;
   and a warning for text rewards on an agent source (format, correctness: they read only an episode's last message,
-  so its tool calls earn nothing and format scores 0, without a word before, issue 48);
+  so its tool calls earn nothing and format scores 0, without a word before);
 - :func:`check_environments` (with the data and tokenizer, before the model): factories, a first ``reset`` per
   environment on its first row, and the chat template.
 """

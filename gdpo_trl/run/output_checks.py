@@ -26,7 +26,7 @@ from gdpo_trl.run.checkpoints import (
 
 # Free space a run needs at the least while the model's size is unknown (a builtin: model not built yet, a Hub model
 # not downloaded): a config, a tokenizer and a log. Once the model is resolved the check runs again with its real size
-# (run/build.py); a fixed 64 MiB here refused a run, and its resume, that needed about 12 MB (issue 40).
+# (run/build.py); a fixed 64 MiB here refused a run, and its resume, that needed about 12 MB.
 MIN_FREE_BYTES = 2**20
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 

@@ -3,7 +3,7 @@ recorded; a resume checks it against that record before it trusts it.
 
 Why: transformers' ``Trainer.save_model(output_dir)`` writes ``model.safetensors`` straight into ``output_dir``, and
 ``save_state`` writes the top ``trainer_state.json`` after it. A kill during the first left a truncated model next to
-a checkpoint at the same step, and resuming then said the run was finished (issue 31, "Lost"). So:
+a checkpoint at the same step, and resuming then said the run was finished ("Lost"). So:
 
 - :func:`publish` moves a folder written in full (``output_dir/.final-model.partial``) into ``output_dir`` file by
   file with ``os.replace`` (atomic on one file system), the old record removed first and the new one

@@ -1,5 +1,5 @@
-"""A model path that looks local but is not there is named as a missing folder, with the nearest one that exists
-(issue 40): ``outputs/cpu-gpdo`` (for ``outputs/cpu-gdpo``) was read as a Hub id, and 23 s later the line suggested
+"""A model path that looks local but is not there is named as a missing folder, with the nearest one that exists:
+``outputs/cpu-gpdo`` (for ``outputs/cpu-gdpo``) was read as a Hub id, and 23 s later the line suggested
 ``hf download outputs/cpu-gpdo`` and unsetting ``HF_HUB_OFFLINE``, which the recipe itself sets.
 
 A name looks local when it starts with ``/``, ``./``, ``../`` or ``~``, has more than one ``/`` (a Hub id has one),

@@ -1,4 +1,4 @@
-"""Files written whole or not at all, and a write that fails said in one line naming the path (issue 31).
+"""Files written whole or not at all, and a write that fails said in one line naming the path.
 
 ``gdpo eval``, ``gdpo plot`` and the model cache wrote straight to their final names: a read-only folder, a full
 disk or a path that is a folder ended in 23-36 lines of traceback, and a write cut short left a half file (or a

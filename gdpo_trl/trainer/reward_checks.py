@@ -19,7 +19,7 @@
   with its status and no message, the second would end the process at once, skipping every handler;
 - hands the function its own copies of its inputs (:func:`private_inputs`): TRL passes every reward the same lists,
   so one that wrote ``answer[i]``, rewrote a completion or emptied ``prompts`` changed what the rewards after it
-  read, with no word (issue 48).
+  read, with no word.
 
 Reward models (``str`` ids, ``nn.Module``) are left to TRL, and so are objects marked ``is_process_reward = True``,
 whose outputs are per-token (``(end, score)`` pairs) and checked where they are used.

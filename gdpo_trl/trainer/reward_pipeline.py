@@ -13,8 +13,8 @@
    ``GDPOTrainer``, which prepares only the raw callables a Python caller gives it.
 3. :class:`RewardWatch` settles, after each batch and on every process alike, what the gathered rewards say (as
    :class:`~gdpo_trl.trainer.tool_watch.ToolWatch` does for tools): a reward that returned None/NaN for a whole
-   process's batch, or a process reward that scored no step in it (warned once, naming the process: issue 31), and a
-   reward with no spread in any group for :data:`SILENT_BATCHES` training batches in a row (issue 40). A reward still
+   process's batch, or a process reward that scored no step in it (warned once, naming the process), and a
+   reward with no spread in any group for :data:`SILENT_BATCHES` training batches in a row. A reward still
    running is named while it runs, by its wrapper's thread: a notice after the batch would come too late for a
    reward that never returns.
 

@@ -1,4 +1,4 @@
-"""Checkpoints and the final model written under a temporary name and renamed when whole (issue 31).
+"""Checkpoints and the final model written under a temporary name and renamed when whole.
 
 transformers' ``Trainer._save_checkpoint`` (which TRL's ``GRPOTrainer._save_checkpoint`` wraps to write the model
 card and its entropy-control state) writes ``checkpoint-<step>`` straight under ``self._get_output_dir(trial)``:

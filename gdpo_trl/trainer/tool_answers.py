@@ -1,4 +1,4 @@
-"""What a tool may answer, checked before the model reads it (issue 40).
+"""What a tool may answer, checked before the model reads it.
 
 TRL 1.16 feeds a tool's result to the chat template as ``str(result)``, except a list, which it passes through as
 multimodal content blocks. So a tool returning ``None`` or an object reached the model as ``'None'`` or

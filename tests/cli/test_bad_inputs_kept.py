@@ -1,4 +1,4 @@
-"""Nothing a user made is overwritten (issue 40): every output path of gdpo plot, gdpo compare and gdpo eval refuses
+"""Nothing a user made is overwritten: every output path of gdpo plot, gdpo compare and gdpo eval refuses
 an existing file unless --overwrite is given, and nothing but gdpo train writes in a run's folder.
 
 Before: ``gdpo plot RUN --table RUN/trainer_state.json`` exited 0, "wrote table to .../trainer_state.json", and the

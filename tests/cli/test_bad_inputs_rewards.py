@@ -1,5 +1,5 @@
 """Rewards that misbehave inside ``gdpo train``, and launcher options accelerate would fail on: one line each, no
-traceback, the output folder unchanged (issue 26).
+traceback, the output folder unchanged.
 
 The reward rows train ``builtin:tiny`` for one step in this process; the launcher rows stop before any process starts.
 Rows on two processes are in ``tests/cli/test_gdpo_command.py`` (slow).
@@ -63,7 +63,7 @@ def test_debug_shows_the_reward_traceback(tmp_path, monkeypatch):
 
 def test_a_slow_reward_says_it_is_waiting(monkeypatch, caplog):
     """A line naming the reward and the seconds, after FIRST_NOTICE_S (10 s; shortened here) then each time the wait
-    doubles (issue 40: a handful of lines before reward_timeout stops it, not one every 30 s)."""
+    doubles (a handful of lines before reward_timeout stops it, not one every 30 s)."""
     import asyncio
 
     monkeypatch.setattr(reward_checks, "FIRST_NOTICE_S", 0.35)

@@ -1,4 +1,4 @@
-"""The last silent and poor cases of issue 40's sweep that stop before any model loads: one line each, exit 2, the
+"""The last silent and poor cases of the first new-user sweep that stop before any model loads: one line each, exit 2, the
 output folder untouched (:func:`tests.helpers.bad_inputs.check_train_rejects`)."""
 
 from importlib.metadata import EntryPoint

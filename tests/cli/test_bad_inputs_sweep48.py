@@ -1,4 +1,4 @@
-"""The silent and poor cases of issue 48's sweep, one row each through ``gdpo train`` and ``gdpo eval``: one line,
+"""The silent and poor cases of the second new-user sweep, one row each through ``gdpo train`` and ``gdpo eval``: one line,
 exit 2, the output folder untouched (:func:`tests.helpers.bad_inputs.check_train_rejects`)."""
 
 import json

@@ -1,4 +1,4 @@
-"""Ctrl-C on a one-process run is one line and exit 130, as on two (issue 40: a 52-118-line KeyboardInterrupt
+"""Ctrl-C on a one-process run is one line and exit 130, as on two (a 52-118-line KeyboardInterrupt
 traceback before)."""
 
 import os

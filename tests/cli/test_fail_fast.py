@@ -1,4 +1,4 @@
-"""Issue 26, "fail fast": an argument or recipe-file error is reported before torch and TRL are imported (they take
+"""Fail fast: an argument or recipe-file error is reported before torch and TRL are imported (they take
 seconds). Each case runs in a fresh interpreter, which then lists the heavy modules it had loaded when the error came.
 The time itself is measured by scripts/benchmark_first_error.py, not here."""
 

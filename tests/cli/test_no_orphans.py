@@ -1,4 +1,4 @@
-"""No orphans (issue 31): when the top ``gdpo train`` process of a 2-process run is SIGKILLed, accelerate's workers
+"""No orphans: when the top ``gdpo train`` process of a 2-process run is SIGKILLed, accelerate's workers
 (each in its own session, so no signal to the top process or its group reaches them) stop within seconds and the
 run's lock is free again; Ctrl-C prints one line for the run."""
 

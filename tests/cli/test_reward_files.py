@@ -1,4 +1,4 @@
-"""Rewards from the user's own file (issue 47): ``path/to/rewards.py:function`` and a module in the current folder work
+"""Rewards from the user's own file: ``path/to/rewards.py:function`` and a module in the current folder work
 in a recipe's reward list and on the command line, without ``PYTHONPATH=.``; a missing file or module and a misspelled
 function are answered in one line, with the nearest names, before torch is imported.
 

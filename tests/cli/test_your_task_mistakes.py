@@ -1,4 +1,4 @@
-"""Issue 47's eight mistakes of a new user bringing their own task (a JSONL of prompts, a rewards file, the
+"""The eight mistakes of a new user bringing their own task (a JSONL of prompts, a rewards file, the
 cpu/your_task recipe), each answered by ``gdpo train`` in one line, exit status 2, before torch, TRL, transformers,
 accelerate or datasets is imported. Before, two of the eight were (1.7 s); the others took 100-160 s at a load of 18,
 and the model folder without a tokenizer was reported as having "no chat template".

@@ -1,4 +1,4 @@
-"""Local dataset folders load (issue 40: "BuilderConfig 'main' not found. Available: ['default']" in train and eval):
+"""Local dataset folders load ("BuilderConfig 'main' not found. Available: ['default']" in train and eval):
 a folder of .jsonl or .parquet files, with split names in the file names or folders or without, and a save_to_disk
 folder; a missing split or an empty folder is one line."""
 
@@ -64,7 +64,7 @@ def test_a_folder_that_cannot_serve_is_one_line(tmp_path, files, split, words):
 
 @pytest.mark.parametrize("config", [None, "main"])
 def test_a_folder_mixing_formats_is_one_line_naming_them(tmp_path, config):
-    """Issue 48: .jsonl beside .parquet trained on the .jsonl half only (10 of 20 rows), with or without a config."""
+    """.jsonl beside .parquet trained on the .jsonl half only (10 of 20 rows), with or without a config."""
     write(tmp_path / "data" / "part1.jsonl", ROWS[:3])
     write(tmp_path / "data" / "part2.parquet", ROWS[3:])
     with pytest.raises(InputError) as caught:

@@ -154,7 +154,7 @@ def test_nonexistent_path(tmp_path):
 
 
 def test_unsupported_extension_lists_supported(tmp_path):
-    path = tmp_path / "data.tsv"  # .csv is read since issue 47; tab-separated files are not
+    path = tmp_path / "data.tsv"  # .csv is read; tab-separated files are not
     path.write_text("question\tanswer\nq\t#### 1\n")
     with pytest.raises(ValueError, match=r"\.tsv") as info:
         load_gsm8k(str(path))

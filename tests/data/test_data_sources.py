@@ -54,7 +54,7 @@ def test_toolrl_sources_are_named_explicitly():
     sample = load_source("toolrl_sample", size=7)
     assert sample.to_list() == load_toolrl("sample", limit=7).to_list()
     assert load_source("toolrl", path=str(TOOLRL_SAMPLE_PATH), size=7).to_list() == sample.to_list()
-    # Named as a file, its rows (a prompt and an answer) are a prompt dataset, used as they are (issue 47); read as
+    # Named as a file, its rows (a prompt and an answer) are a prompt dataset, used as they are; read as
     # GSM8K-style rows it fails on the column it lacks.
     assert load_source(str(TOOLRL_SAMPLE_PATH), size=7).to_list() == sample.to_list()
     with pytest.raises(ValueError, match="missing required column.*'question'"):

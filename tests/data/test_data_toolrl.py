@@ -85,7 +85,7 @@ def test_missing_and_unsupported_files(tmp_path):
     (tmp_path / "rows.tsv").write_text("prompt\tanswer\n")
     with pytest.raises(ValueError, match="unsupported ToolRL data file type '.tsv'"):
         load_toolrl(str(tmp_path / "rows.tsv"))
-    (tmp_path / "rows.csv").write_text("prompt,answer\n")  # read since issue 47, but a header alone has no rows
+    (tmp_path / "rows.csv").write_text("prompt,answer\n")  # read, but a header alone has no rows
     with pytest.raises(ValueError, match=r"^ToolRL data file .*rows\.csv has no rows \(a header only\?\)\.$"):
         load_toolrl(str(tmp_path / "rows.csv"))
     path = _write_jsonl(tmp_path / "noprompt.jsonl", [{"answer": GOLD}])

@@ -1,4 +1,4 @@
-"""Any prompt dataset (issue 47): a file, folder or Hub-style source whose rows have a `prompt` is used as it is, every
+"""Any prompt dataset: a file, folder or Hub-style source whose rows have a `prompt` is used as it is, every
 other column kept for the rewards; GSM8K's question/answer keep their path; the columns decide or dataset_format
 does; the line gdpo train prints says which; a dataset of neither kind is refused naming its columns, and the file
 alone tells (no `datasets`, no torch) for gdpo train's early check."""

@@ -1,5 +1,5 @@
 """A reward that requires a column the rows lack is refused once the rows are loaded (gdpo train) or when GDPOTrainer
-is built (Python), before the model (issue 47: a GSM8K-style file drops every other column, and the reward then failed
+is built (Python), before the model (a GSM8K-style file drops every other column, and the reward then failed
 inside TRL at the first step)."""
 
 import functools

@@ -110,7 +110,7 @@ def test_default_output_dir(tmp_path):
     assert default_output_dir(spec, "sample", "test", greedy) == checkpoint / "eval-sample-test"
     sampled = GenerationSettings(n=4, temperature=0.6, top_p=0.95)
     assert default_output_dir(spec, "data/my.jsonl", "test", sampled, 50).name == "eval-my-t0.6-p0.95-n4-first50"
-    # A single file has no splits: its name is not followed by one (issue 47: eval-test-test-... for test.jsonl).
+    # A single file has no splits: its name is not followed by one (eval-test-test-... for test.jsonl).
     assert default_output_dir(spec, "DATA/test.jsonl", "test", GenerationSettings()).name == "eval-test"
     hub = resolve_model_spec("Qwen/Qwen2.5-1.5B-Instruct")
     assert default_output_dir(hub, "openai/gsm8k", "test", greedy) == Path(

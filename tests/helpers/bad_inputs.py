@@ -43,7 +43,7 @@ def data_file(kind: str, tmp: Path) -> str:
     if kind == "malformed":
         (tmp / "bad.jsonl").write_text(json.dumps(GOOD_ROW) + '\n{"question": "q", "answer": \n')
         return str(tmp / "bad.jsonl")
-    if kind == "tsv":  # .csv is read since issue 47; tab-separated files are not
+    if kind == "tsv":  # .csv is read; tab-separated files are not
         (tmp / "data.tsv").write_text("question\tanswer\nq\t#### 1\n")
         return str(tmp / "data.tsv")
     answers = {"null": None, "number": 72, "words": "#### seventy-two", "units": "#### 5 dollars", "exp": "#### 1e3"}

@@ -31,7 +31,7 @@ def completions(name: str) -> list[dict]:
 def counts(name: str) -> dict[str, int]:
     """An evaluation's counts: completions, those solved, cut at the limit, with the layout, with an integer answer,
     without an ``<answer>`` tag, and those whose format is 1 exactly when they were not cut (format and clipping as
-    one effect: the audit of issue 37 found this holds for all of them)."""
+    one effect: an audit found this holds for all of them)."""
     done = completions(name)
     return {
         "completions": len(done),

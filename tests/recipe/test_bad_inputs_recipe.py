@@ -1,6 +1,6 @@
-"""Recipe files and flags that used to fail poorly (issue 26: a key twice kept the last one, a wrong type printed the
+"""Recipe files and flags that used to fail poorly (a key twice kept the last one, a wrong type printed the
 204-line usage, a binary recipe gave a traceback, ``-1e-3`` was read as an option), and the ``gdpo`` subcommands'
-own argument errors (issue 25: ``gdpo compare --steps 0`` named an internal field, ``gdpo plot`` did not name a
+own argument errors (``gdpo compare --steps 0`` named an internal field, ``gdpo plot`` did not name a
 damaged ``trainer_state.json``).
 
 Train rows run ``gdpo train``'s ``main`` (:func:`tests.helpers.bad_inputs.check_train_rejects`): exit status 2, one
@@ -123,7 +123,7 @@ def test_gdpo_plot_writes_the_file_it_names(tmp_path, capsys, given, written):
     assert not (tmp_path / given).is_file() or given == written
 
 
-# --- gdpo compare's advice: only flags it accepts (issue 31) --------------------------------------------------------
+# --- gdpo compare's advice: only flags it accepts --------------------------------------------------------
 
 
 def assert_compare_accepts(line: str) -> None:

@@ -242,7 +242,7 @@ def test_cli_bad_path_exits_2(tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
-# --- recipe order and whole steps (issue 47) ---
+# --- recipe order and whole steps ---
 
 
 def _recorded_run(folder: Path, reward_funcs: list[str], names: list[str], steps=(1, 2)) -> Path:

@@ -1,4 +1,4 @@
-"""The ToolRL rewards against hand-computed values: every rule of issue 11 and its edge cases."""
+"""The ToolRL rewards against hand-computed values: every rule and its edge cases."""
 
 import json
 

@@ -170,7 +170,7 @@ def test_waiting_for_a_warm_start_build_says_what_and_how_long(tmp_path, capsys)
     assert err.count("Still waiting for") >= 2 and "Done waiting" in err
 
 
-# --- splits that do not exist, a data file's own prompt column (issue 26) ------------------------------------------
+# --- splits that do not exist, a data file's own prompt column ------------------------------------------
 
 SPLIT_WORDS = ["split 'tset' does not exist", "['train', 'validation', 'test']"]
 

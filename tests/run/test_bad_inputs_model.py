@@ -1,4 +1,4 @@
-"""Damaged model folders are named before the model loads (issue 26: they gave 36-68-line library tracebacks once
+"""Damaged model folders are named before the model loads (they gave 36-68-line library tracebacks once
 the model started loading).
 
 Each row copies ``builtin:tiny``'s folder, damages one thing, and runs ``gdpo train`` on it

@@ -142,7 +142,7 @@ def test_disk_without_room_is_found_before_training(tmp_path, capsys, monkeypatc
 
 
 def test_disk_room_is_sized_to_the_resolved_model(tmp_path, capsys, monkeypatch):
-    """Issue 40: a fixed 64 MiB refused a run (and its resume) that needed about 12 MB. A builtin: model's size is
+    """A fixed 64 MiB refused a run (and its resume) that needed about 12 MB. A builtin: model's size is
     known once it is resolved (builtin:warmstart: 624 kB of weights, so 1.2 MB at least), before it is loaded."""
     monkeypatch.setattr(output_checks.shutil, "disk_usage", lambda path: SimpleNamespace(free=1_100_000))
     words = ["1.1 MB free", "less than the 1.2 MB", "2 x the model's 623.9 KB of weights"]

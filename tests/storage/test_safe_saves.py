@@ -1,4 +1,4 @@
-"""Saves that cannot lie (issue 31), on folders built by hand: the record names a damaged final model, a finished run
+"""Saves that cannot lie, on folders built by hand: the record names a damaged final model, a finished run
 whose model was cut short is restored from its checkpoint or trains its last steps again, a run with nothing whole
 is called unrecoverable (and only then is a deleting command given), and a resume with another process count is
 named as such. The kills themselves are in tests/run/test_resume.py."""

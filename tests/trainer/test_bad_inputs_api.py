@@ -1,4 +1,4 @@
-"""Every bad input a new user tried (issue 10) through the Python API: the exception type and the words, one row
+"""Every bad input a new user tried through the Python API: the exception type and the words, one row
 each (the command line's rows: tests/cli/test_bad_inputs.py); and the warnings that are allowed, but said out loud."""
 
 import asyncio

@@ -1,4 +1,4 @@
-"""The Python API as good as the command line (issue 47): a dataset without a ``prompt`` column, or without a column
+"""The Python API as good as the command line: a dataset without a ``prompt`` column, or without a column
 a reward requires, is refused when ``GDPOTrainer`` is built, in one line naming the columns (before: a 34-line TRL
 ``KeyError``, or a ``TypeError``, once training started), and ``GDPOConfig(cpu_threads=...)`` sets torch's threads
 as the recipe's ``cpu_threads`` does for ``gdpo train``."""

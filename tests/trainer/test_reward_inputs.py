@@ -1,4 +1,4 @@
-"""Each reward gets inputs it cannot change for the others (issue 48).
+"""Each reward gets inputs it cannot change for the others.
 
 TRL 1.16's ``_calculate_rewards`` hands every reward function the same lists (``prompts``, ``completions``,
 ``completion_ids`` and each dataset column), so a reward listed first that wrote to them changed what the rewards after

@@ -1,5 +1,5 @@
 """The reward wrapper is a drop-in: every call TRL makes, with any subset of its keywords, reaches the reward
-(issue 40: TRL calls an environment-owned reward with ``environments=`` alone, and the wrapper read
+(TRL calls an environment-owned reward with ``environments=`` alone, and the wrapper read
 ``kwargs["completions"]``: ``KeyError: 'completions'`` on GDPOTrainer, not on GRPOTrainer)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Multi-process parity (issue 31): a reward that is None/NaN on one process only is warned about once in a
+"""Multi-process parity: a reward that is None/NaN on one process only is warned about once in a
 2-process run, as in a 1-process run (gdpo_trl.trainer.reward_pipeline's RewardWatch gathers every
 process's rows)."""
 

@@ -1,4 +1,4 @@
-"""A reward with zero spread in every group is named (issue 40: GSM8K rewards on the shop agent's rollouts scored 0
+"""A reward with zero spread in every group is named (GSM8K rewards on the shop agent's rollouts scored 0
 for every completion of a run, and nothing said so); GD2PO with one reward says what GDPO says."""
 
 import logging

@@ -1,4 +1,4 @@
-"""What a tool answers, and how long a hanging tool holds a batch (issue 40).
+"""What a tool answers, and how long a hanging tool holds a batch.
 
 Before: a tool returning ``None`` or an object reached the model as ``'None'`` or ``'<object object at 0x...>'``,
 silently; one returning a list crashed TRL's chat template (76 lines, ``TypeError: can only concatenate str``); a

@@ -1,4 +1,4 @@
-"""Tools under watch (issue 31): a tool that raises, exits or hangs is counted, named once with what the model sent it,
+"""Tools under watch: a tool that raises, exits or hangs is counted, named once with what the model sent it,
 logged as ``tools/<name>/errors``, and a broken tool stops training in one line.
 
 The unit rows call :class:`ToolWatch`'s wrapped tools directly (no model); the trainer rows run ``GDPOTrainer`` on
