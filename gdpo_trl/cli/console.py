@@ -13,7 +13,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from gdpo_trl.core.noise import quiet_known_warnings  # noqa: F401 (the entry points import it from here)
+from gdpo_trl.core.noise import quiet_known_warnings  # the entry points import it from here too
 
 # Completions printed per logged step when `log_completions` is on and no `num_completions_to_print` is set: TRL
 # prints the whole batch otherwise (hundreds of rows per step).
@@ -21,6 +21,21 @@ DEFAULT_COMPLETIONS_TO_PRINT = 4
 
 
 _PACKAGE = str(Path(__file__).resolve().parents[1])
+
+
+def command_console(prog: str) -> None:
+    """A gdpo command's console, set before its recipe is parsed: the known library warnings silenced
+    (:func:`gdpo_trl.core.noise.quiet_known_warnings`) and the package's own printed as one line
+    (:func:`package_warnings_as_lines`)."""
+    quiet_known_warnings()
+    package_warnings_as_lines(prog)
+
+
+def process_console(training_args, argv: list[str] = ()) -> None:
+    """This process's console once its recipe is parsed: logging at the Trainer's level for this process (quieter on
+    the other ranks, :func:`setup_logging`) and TRL's completions table bounded (:func:`bound_completions_logging`)."""
+    setup_logging(training_args.get_process_log_level())
+    bound_completions_logging(training_args, argv)
 
 
 def package_warnings_as_lines(prog: str) -> None:

@@ -24,13 +24,7 @@ import os
 import shlex
 import sys
 
-from gdpo_trl.cli.console import (
-    bound_completions_logging,
-    package_warnings_as_lines,
-    quiet_known_warnings,
-    setup_logging,
-    use_compact_progress,
-)
+from gdpo_trl.cli.console import command_console, process_console, use_compact_progress
 from gdpo_trl.cli.engines import check_fsdp_engaged, end_process, shutdown_distributed
 from gdpo_trl.cli.errors import cli_errors
 from gdpo_trl.cli.first_checks import TrainRequest, read_request
@@ -86,8 +80,7 @@ def check_before_launch(recipe_argv: list[str], recipe: Recipe | None, num_proce
     from gdpo_trl.recipe.arguments import parse_args
     from gdpo_trl.run.checks import check_recipe
 
-    with input_stage("recipe"):
-        script_args, training_args, model_args = parse_args(recipe_argv, num_processes, recipe)
+    script_args, training_args, model_args = parse_args(recipe_argv, num_processes, recipe)
     check_recipe(script_args, training_args, model_args)
     return training_args
 
@@ -99,13 +92,10 @@ def train(recipe_argv: list[str], recipe: Recipe | None) -> None:
     from gdpo_trl.run.build import train_run
     from gdpo_trl.run.resume_settings import RunFinished
 
-    quiet_known_warnings()
-    package_warnings_as_lines("gdpo train")
-    with input_stage("recipe"):
-        script_args, training_args, model_args = parse_args(recipe_argv, recipe=recipe)
+    command_console("gdpo train")  # known library warnings silenced, the package's own as one line
+    script_args, training_args, model_args = parse_args(recipe_argv, recipe=recipe)
     check_fsdp_engaged()  # an FSDP config on a CPU-only machine would silently run DDP
-    setup_logging(training_args.get_process_log_level())
-    bound_completions_logging(training_args, recipe_argv)
+    process_console(training_args, recipe_argv)  # this process's log level, TRL's completions table bounded
     from gdpo_trl.run.fingerprints import check_same_rewards
 
     check_same_rewards(script_args)  # under several processes: each runs rank 0's reward code, or the run stops

@@ -11,7 +11,7 @@ from trl import ModelConfig, ScriptArguments, TrlParser
 
 from gdpo_trl.core.argparsing import OneLineErrors, read_negative_numbers
 from gdpo_trl.core.config import GDPOConfig, parse_json_dict
-from gdpo_trl.core.errors import InputError
+from gdpo_trl.core.errors import InputError, input_stage
 from gdpo_trl.recipe import early_parse
 from gdpo_trl.recipe.early_checks import check_script_ranges
 from gdpo_trl.recipe.names import resolve_config_flag
@@ -179,20 +179,23 @@ def parse_args(
     ``--config`` file as ``gdpo train`` read it already, else it is read here (once).
 
     The recipe file is checked as it is read (:func:`gdpo_trl.recipe.recipe_file.load_recipe`: missing, binary, not
-    UTF-8, bad YAML, a key twice). Unknown YAML keys and flags raise a ``ValueError`` naming each with the closest
-    field names. ``allow_abbrev=False``: with hundreds of flags, argparse's prefix matching would silently read a typo
-    such as ``--max_step`` as ``--max_steps``.
+    UTF-8, bad YAML, a key twice). Every mistake is an :class:`~gdpo_trl.core.errors.InputError` (a ``ValueError``)
+    whose message starts ``recipe:`` where the dataclasses or TRL raised it: unknown YAML keys and flags are named
+    each with the closest field names. ``allow_abbrev=False``: with hundreds of flags, argparse's prefix matching
+    would silently read a typo such as ``--max_step`` as ``--max_steps``.
     """
-    args = resolve_config_flag(sys.argv[1:] if argv is None else argv)  # a recipe name -> its shipped file
-    if recipe is None:
-        recipe = recipe_of(args)
-    if "--config" in args:
-        i = args.index("--config")
-        del args[i : i + 2]
-    dataclass_types = (GDPOScriptArguments, config_for_processes(num_processes), ModelConfig)
-    parser = RecipeParser(dataclass_types, recipe=None if recipe is None else recipe.path)
-    *parsed, yaml_unknown, cli_unknown = parser.parse_recipe(args, None if recipe is None else recipe.values)
-    check_unknown(yaml_keys=yaml_unknown[::2], cli_args=[a for a in cli_unknown if a.startswith("-")] or cli_unknown)
+    with input_stage("recipe"):  # the dataclasses' and TRL's ValueErrors are the recipe's mistakes
+        args = resolve_config_flag(sys.argv[1:] if argv is None else argv)  # a recipe name -> its shipped file
+        if recipe is None:
+            recipe = recipe_of(args)
+        if "--config" in args:
+            i = args.index("--config")
+            del args[i : i + 2]
+        dataclass_types = (GDPOScriptArguments, config_for_processes(num_processes), ModelConfig)
+        parser = RecipeParser(dataclass_types, recipe=None if recipe is None else recipe.path)
+        *parsed, yaml_unknown, cli_unknown = parser.parse_recipe(args, None if recipe is None else recipe.values)
+        unknown_flags = [a for a in cli_unknown if a.startswith("-")] or cli_unknown
+        check_unknown(yaml_keys=yaml_unknown[::2], cli_args=unknown_flags)
     return tuple(parsed)
 
 

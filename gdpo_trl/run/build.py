@@ -10,33 +10,20 @@ Parsing is apart (:func:`gdpo_trl.recipe.arguments.parse_args`), as in TRL's scr
     script_args, training_args, model_args = parse_args(["--config", "recipes/cpu/gdpo/config.yaml"])
     trainer = train_run(script_args, training_args, model_args)
 
-Everything that can be checked without the model is checked first, so a mistake fails in seconds.
+Everything that can be checked without the model is checked first, so a mistake fails in seconds: the run's inputs
+(:mod:`gdpo_trl.run.inputs`), then its output folder (:func:`gdpo_trl.run.checkpoints.prepare_output`), then the model's
+files and the rows (:mod:`gdpo_trl.run.inputs` again), then the trainer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
-from gdpo_trl.core.errors import input_stage
-from gdpo_trl.core.plugins import resolve_model
-from gdpo_trl.data.prompt_fit import check_prompt_lengths
-from gdpo_trl.data.sources import environment_factory, load_source_described, source_options
-from gdpo_trl.recipe.arguments import build_reward_funcs
-from gdpo_trl.run.agent_checks import check_agent_recipe, check_environments
-from gdpo_trl.run.checkpoints import prepare_run
-from gdpo_trl.run.checks import (
-    check_chat_template,
-    check_loaded_weights,
-    check_recipe,
-    check_rewards,
-    fit_to_machine,
-)
-from gdpo_trl.run.data_checks import check_data
-from gdpo_trl.run.offline import check_model_available_offline
-from gdpo_trl.run.output_checks import check_free_space, disk_full_error, is_disk_full
-from gdpo_trl.run.resume_settings import LENGTH, check_resume_settings, recipe_record
-from gdpo_trl.run.run_lock import hold_output_dir, releases_run_locks
+from gdpo_trl.run.checkpoints import prepare_output
+from gdpo_trl.run.checks import check_loaded_weights
+from gdpo_trl.run.inputs import check_inputs, load_inputs
+from gdpo_trl.run.output_checks import disk_full_error, is_disk_full
+from gdpo_trl.run.run_lock import releases_run_locks
 
 
 @dataclass
@@ -53,75 +40,31 @@ def build_trainer(script_args, training_args, model_args, reward_funcs: list | N
     ``reward_funcs`` replaces the recipe's (a comparison's method may change them); default: the recipe's, built
     from the registry with ``reward_kwargs``. Raises :class:`~gdpo_trl.core.errors.InputError` for a user mistake.
     """
-    from transformers import AutoTokenizer, set_seed
+    from transformers import set_seed
     from trl import get_peft_config, get_quantization_config
 
     from gdpo_trl.trainer import GDPOTrainer
 
-    # 1. Rewards and the output folder first: a misspelled name or an earlier run in the way fails in a second.
-    check_recipe(script_args, training_args, model_args)  # ranges, JSON fields, weight counts, vLLM installed
-    fit_to_machine(training_args, model_args)  # a GPU recipe on a CPU: sdpa for flash-attn, absent trackers left out
+    # 1. What needs neither the model nor the rows, then the output folder: a misspelled name or an earlier run in
+    # the way fails in a second. 2. The model's files, the rows and the tokenizer, checked against each other.
     set_seed(training_args.seed)
-    reward_funcs = build_reward_funcs(script_args) if reward_funcs is None else reward_funcs
-    environments = environment_factory(script_args.dataset_name)  # an agent source's environment, else None
-    with_environments = {"environment_factory": environments} if environments is not None else {}
-    rewards = check_rewards(reward_funcs, training_args, **with_environments)  # prepared once, for the trainer
-    check_agent_recipe(script_args, training_args, environments)  # agent rewards without one, empty conditions
-    hold_output_dir(training_args)  # one run per output_dir: a second run into it is refused, naming this one
-    checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
-    applied = check_resume_settings(checkpoint, script_args, training_args, model_args)  # finished run, changes
-    recipe = recipe_record(script_args, training_args, model_args)  # before the trainer sets fields of its own
-
-    # 2. Model and data. The main process goes first: it builds or caches them, and the other ranks read its files.
-    with (
-        input_stage("model or dataset", OSError),
-        training_args.main_process_first(local=False, desc="model and dataset"),
-    ):
-        model_path = resolve_model(model_args.model_name_or_path or "")
-        check_model_available_offline(model_path)
-        train_dataset, data_line = load_source_described(script_args.dataset_name, **source_options(script_args))
-    if data_line and training_args.process_index == 0:  # which kind of rows, and what reaches the rewards
-        print(data_line, flush=True)
-    check_free_space(training_args.output_dir, model_path)  # again, with the resolved model's real size
-    tokenizer = AutoTokenizer.from_pretrained(
-        model_path, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
-    )
-    if tokenizer.pad_token is None:  # GRPO pads prompts and completions
-        tokenizer.pad_token = tokenizer.eos_token
-    check_chat_template(train_dataset, tokenizer, model_path, script_args.dataset_name)
-    check_prompt_lengths(train_dataset, tokenizer, model_path, training_args.max_completion_length)
-    check_data(train_dataset, rewards, training_args)  # each reward fits the rows; enough rows for one step
-    check_environments(environments, train_dataset, tokenizer, model_path)  # made, reset once; template renders tools
-    # The trainer loads the model from its path (so ZeRO-3 can shard it while loading) with ModelConfig's dtype and
-    # attention; `model_init_kwargs` set in the recipe win.
-    training_args.model_init_kwargs = {
-        "revision": model_args.model_revision,
-        "dtype": model_args.dtype,
-        "attn_implementation": model_args.attn_implementation,
-        **(training_args.model_init_kwargs or {}),
-    }
-    if training_args.cpu_dtype is not None and trains_on_cpu(training_args):
-        if training_args.process_index == 0:  # GDPOConfig set bf16 and model_init_kwargs' dtype from this choice
-            print(f"dtype {cpu_dtype_choice(training_args.cpu_dtype)[1]}", flush=True)
+    checked = check_inputs(script_args, training_args, model_args, reward_funcs)  # the rewards prepared once
+    checkpoint, callbacks = prepare_output(script_args, training_args, model_args)  # held; resumed as recorded
+    model_path, train_dataset, tokenizer = load_inputs(script_args, training_args, model_args, checked)
 
     # 3. The trainer; with `use_peft`, LoRA adapters (`lora_*` fields) wrap the model. Every checkpoint records the
-    # recipe (gdpo_trl.run.recipe_record), so that a resume can compare it before loading the model. An agent
-    # source brings its environment (TRL's multi-turn tool loop; its `get_reward`, if any, becomes one more reward of
-    # weight 1).
-    from gdpo_trl.run.recipe_record import NewRunLength, RecipeRecord
-
-    callbacks = [RecipeRecord(recipe)] + ([NewRunLength()] if set(applied) & set(LENGTH) else [])
-
+    # recipe (the callbacks), so that a resume can compare it before loading the model. An agent source brings its
+    # environment (TRL's multi-turn tool loop; its `get_reward`, if any, becomes one more reward of weight 1).
     trainer = GDPOTrainer(
         model_path,
-        reward_funcs=rewards,  # prepared and checked against the rows above: the trainer takes them as they are
+        reward_funcs=checked.rewards,  # prepared and checked against the rows: the trainer takes them as they are
         args=training_args,
         train_dataset=train_dataset,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         callbacks=callbacks,
-        **with_environments,
+        **checked.environment_kwargs,
     )
     check_loaded_weights(trainer.model, model_path)  # NaN/inf in a model too big to scan before it loaded
     return BuiltRun(trainer, checkpoint)

@@ -276,3 +276,20 @@ def prepare_run(training_args) -> str | None:
         world_size=training_args.world_size,
         save_only_model=training_args.save_only_model,
     )
+
+
+def prepare_output(script_args, training_args, model_args) -> tuple[str | None, list]:
+    """``output_dir`` made ready for this run: held (one run per folder, :func:`gdpo_trl.run.run_lock.hold_output_dir`),
+    an earlier run refused or the newest complete checkpoint found (:func:`prepare_run`), a resumed run's recipe
+    compared with the one it recorded (:func:`gdpo_trl.run.resume_settings.check_resume_settings`). Returns that
+    checkpoint (None: from the start) and the trainer's callbacks that record the recipe in every checkpoint (and,
+    where a resume changed the run's length, restart its schedule)."""
+    from gdpo_trl.run.recipe_record import NewRunLength, RecipeRecord  # imports transformers
+    from gdpo_trl.run.resume_settings import LENGTH, check_resume_settings, recipe_record
+    from gdpo_trl.run.run_lock import hold_output_dir
+
+    hold_output_dir(training_args)  # one run per output_dir: a second run into it is refused, naming this one
+    checkpoint = prepare_run(training_args)  # refuses to overwrite a run; the newest complete checkpoint to resume
+    applied = check_resume_settings(checkpoint, script_args, training_args, model_args)  # finished run, changes
+    recipe = recipe_record(script_args, training_args, model_args)  # before the trainer sets fields of its own
+    return checkpoint, [RecipeRecord(recipe)] + ([NewRunLength()] if set(applied) & set(LENGTH) else [])

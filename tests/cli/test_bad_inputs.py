@@ -1,4 +1,4 @@
-"""Every bad input a new user tried (issue 10), one row each: a one-line error or a warning, never silent training.
+"""Every bad input a new user tried, one row each: a one-line error or a warning, never silent training.
 
 CLI rows run ``gdpo train`` / ``gdpo eval``'s ``main`` in this process and assert exit status 2, a single
 ``<prog>: error:`` line naming the culprit, and that ``output_dir`` was not created (or, when it held an earlier run,
@@ -160,12 +160,12 @@ def test_debug_flag_and_environment_show_the_traceback(tmp_path, capsys, monkeyp
 
 def test_internal_errors_keep_their_traceback(tmp_path, monkeypatch):
     """A bug is not an input error: it propagates as itself (Python prints its traceback)."""
-    import gdpo_trl.run.build as build
+    import gdpo_trl.run.inputs as inputs
 
     def broken(*args, **kwargs):
         raise KeyError("internal")
 
-    monkeypatch.setattr(build, "check_recipe", broken)
+    monkeypatch.setattr(inputs, "check_recipe", broken)
     config = tmp_path / "recipe.yaml"
     config.write_text(yaml.safe_dump(BASE_RECIPE))
     with pytest.raises(KeyError, match="internal"):

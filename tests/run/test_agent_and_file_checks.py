@@ -1,4 +1,4 @@
-"""Issue 31's rows for agent settings and for disks and files: each fails in one line naming the culprit and the fix,
+"""The rows for agent settings and for disks and files: each fails in one line naming the culprit and the fix,
 before the model loads, and leaves nothing partial behind.
 
 Read-only folders and full disks are simulated (the tests run as root, who writes anywhere, and no disk is filled):
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import gdpo_trl.run.build as build
+import gdpo_trl.run.inputs as inputs
 import gdpo_trl.storage.safe_write as safe_write
 from gdpo_trl.cli.plot import main as plot_main
 from gdpo_trl.core.errors import InputError
@@ -80,7 +81,7 @@ class NoReset:
 def test_an_environment_that_cannot_start_is_named_before_the_model_loads(
     tmp_path, capsys, monkeypatch, factory, words
 ):
-    monkeypatch.setattr(build, "environment_factory", lambda name: factory)
+    monkeypatch.setattr(inputs, "environment_factory", lambda name: factory)
     loaded = []
     monkeypatch.setattr(build, "GDPOTrainer", loaded.append, raising=False)  # never reached
     check_train_rejects(tmp_path, capsys, monkeypatch, AGENT, [], None, words)
