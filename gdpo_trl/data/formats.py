@@ -58,6 +58,13 @@ def read_raw(source: str, split: str, config: str | None, what: str = "data") ->
     return datasets.load_dataset(source, config if config in names else None, split=split)
 
 
+def check_gsm8k_columns(columns: list[str], source: str) -> None:
+    """GSM8K's rows have its ``question`` and ``answer`` (read from the file by :func:`choose_format`, checked again
+    on the loaded rows by :func:`gdpo_trl.data.gsm8k.gsm8k_rows`: one rule, one message)."""
+    if missing := [column for column in GSM8K_COLUMNS if column not in columns]:
+        raise InputError(f"GSM8K source {source!r} is missing required column(s) {missing}; found columns {columns}")
+
+
 def choose_format(columns: list[str], requested: str, source: str) -> str:
     """``"prompt"`` or ``"gsm8k"`` for a dataset with ``columns``, as ``requested`` (``auto``: by the columns);
     an :class:`InputError` naming the columns found where they do not fit."""
@@ -70,9 +77,8 @@ def choose_format(columns: list[str], requested: str, source: str) -> str:
             f"dataset {source!r} has no 'prompt' column, which dataset_format: prompt needs (text or a list of "
             f"chat messages per row); found columns {columns}: rename the column holding the prompts to 'prompt'."
         )
-    if requested == "gsm8k" and not has_gsm8k:
-        missing = [column for column in GSM8K_COLUMNS if column not in columns]
-        raise InputError(f"GSM8K source {source!r} is missing required column(s) {missing}; found columns {columns}")
+    if requested == "gsm8k":
+        check_gsm8k_columns(columns, source)
     if requested != "auto":
         return requested
     if has_prompt and has_gsm8k:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gdpo_trl.core.errors import InputError
-from gdpo_trl.data.formats import read_raw
+from gdpo_trl.data.formats import check_gsm8k_columns, read_raw
 from gdpo_trl.rewards.gsm8k import parse_number
 
 if TYPE_CHECKING:
@@ -19,8 +19,6 @@ SYSTEM_PROMPT = (
 )
 
 SAMPLE_PATH = Path(__file__).parent / "gsm8k_sample.jsonl"
-
-REQUIRED_COLUMNS = ("question", "answer")
 
 
 def make_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict]:
@@ -117,11 +115,7 @@ def load_gsm8k(
 def gsm8k_rows(raw: datasets.Dataset, source: str, limit: int | None = None) -> datasets.Dataset:
     """``raw`` GSM8K-shaped rows (``question``, ``answer``) as ``prompt``/``answer`` rows (see :func:`load_gsm8k`);
     every other column is dropped."""
-    missing = [col for col in REQUIRED_COLUMNS if col not in raw.column_names]
-    if missing:
-        raise InputError(
-            f"GSM8K source {source!r} is missing required column(s) {missing}; found columns {raw.column_names}"
-        )
+    check_gsm8k_columns(raw.column_names, source)
     if "prompt" in raw.column_names:
         # Refused, not replaced or used: the file's author wrote those prompts on purpose, so dropping them would
         # lose them without a word, and using them would ignore `question` and `system_prompt`.
