@@ -6,8 +6,10 @@ alternating which goes first, ``gdpo pilot --config R --prompts P`` and ``gdpo e
 recipe's ``num_generations``, temperature, top-p, ``max_completion_length``, dtype, seed and system prompt for P
 prompts of the same data source, both in batches of P prompts and with one torch thread. It prints each command's
 wall time (the whole process: imports, model load, generation, scoring, writing) and its generation time as the
-command reports it, and the ratios of the medians. The prompts are not the same rows (the pilot draws them shuffled
-from the training split, ``gdpo eval`` takes the first P of its split), so compare lengths too.
+command reports it (``gdpo eval``'s includes loading the model; the pilot's too), and the ratios of the medians. For a
+generated source (the demo's, the agent's) both sample the same P training problems with the same seed and batch,
+so they generate the same completions: the script counts how many texts agree. For a data file the pilot draws its
+prompts shuffled and ``gdpo eval`` takes the first P, so compare the mean lengths.
 
     python scripts/benchmark_pilot.py                      # the demo recipe and SmolLM2's, 3 rounds
     python scripts/benchmark_pilot.py --recipes cpu/gdpo --rounds 5
@@ -80,6 +82,12 @@ def one_round(recipe: str, settings: dict, prompts: int, folder: Path, pilot_fir
     found["pilot_generation_s"] = report["settings"]["generation_time_s"]
     found["eval_generation_s"] = summary["generation_time_s"]
     found["pilot_mean_tokens"] = report["settings"]["mean_tokens"]
+    pilot_texts = [
+        json.loads(line)["completion"] for line in (pilot_dir / "completions.jsonl").read_text().splitlines()
+    ]
+    eval_rows = [json.loads(line) for line in (eval_dir / "completions.jsonl").read_text().splitlines()]
+    eval_texts = [text for row in eval_rows for text in row["completions"]]
+    found["same_completions"] = sum(a == b for a, b in zip(pilot_texts, eval_texts, strict=False)) / len(pilot_texts)
     found["eval_mean_tokens"] = summary["metrics"]["mean_completion_tokens"]
     return found
 
@@ -104,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  generation time  pilot {median['pilot_generation_s']:.1f} s   eval "
               f"{median['eval_generation_s']:.1f} s   ratio "
               f"{median['pilot_generation_s'] / median['eval_generation_s']:.2f}")  # fmt: skip
-        print(f"  mean tokens      pilot {median['pilot_mean_tokens']:.1f}   eval {median['eval_mean_tokens']:.1f}")
+        print(f"  mean tokens      pilot {median['pilot_mean_tokens']:.1f}   eval {median['eval_mean_tokens']:.1f}   "
+              f"same completions {median['same_completions']:.0%}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ Usage::
     gdpo pilot --config cpu/your_task --prompts 16 --difference 0.05 # any gdpo train flag overrides the recipe
     gdpo pilot --config cpu/gdpo --time_step                         # and time one training step here
 
-One generation pass, no training: ``--prompts`` prompts of the recipe's data (shuffled with the recipe's seed), each
+One generation pass, no training: ``--prompts`` prompts of the recipe's data (a draw shuffled with the recipe's seed;
+a generated source's first ones, its problems being random already), each
 with the recipe's ``num_generations`` completions sampled from its start model at its temperature, top-p and
 ``max_completion_length`` (vLLM where the recipe uses it and it is installed), scored by the recipe's rewards exactly
 as TRL calls them (conditions applied). Then :mod:`gdpo_trl.results.pilot` measures the rewards, every rule of
@@ -23,6 +24,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -115,6 +117,10 @@ def run_pilot(recipe_argv: list[str], recipe, options) -> dict:
     from gdpo_trl.cli.console import quiet_known_warnings
 
     quiet_known_warnings()
+    # pilot.png needs matplotlib, which takes seconds to import: import it beside the model's load and generation.
+    from gdpo_trl.results.pilot import import_plotting
+
+    threading.Thread(target=import_plotting, daemon=True).start()
     parsed = None if not options.time_step else full_parse(recipe_argv, recipe)  # one step needs the real config
     settings = recipe_settings(recipe_argv, recipe) if parsed is None else Settings(*parsed)
     if settings is None:  # the field table does not fit the installed libraries: TRL's parser reads the recipe
@@ -222,18 +228,24 @@ def sample_and_score(settings, prompts: int, batch_size: int) -> dict:
     """
     from gdpo_trl.core.cpu_speed import cpu_dtype_choice, trains_on_cpu
     from gdpo_trl.core.plugins import resolve_model
-    from gdpo_trl.data.sources import environment_factory, load_source_described, source_options
+    from gdpo_trl.data.sources import environment_factory, is_generated, load_source_described, source_options
     from gdpo_trl.eval.loading import resolve_model_spec
 
     environments = environment_factory(settings.dataset_name)  # an agent source: multi-turn episodes
     funcs = recipe_rewards(settings)
     with input_stage("model or dataset", OSError):
         model_path = resolve_model(settings.model_name_or_path or "")
+    options = source_options(settings)
+    generated = is_generated(settings.dataset_name)
+    if generated:  # its problems are drawn at random already: generate only those the pilot samples
+        options["size"] = min(options["size"], prompts)
     with input_stage("dataset", (OSError, ValueError)):
-        dataset, _ = load_source_described(settings.dataset_name, **source_options(settings))
+        dataset, _ = load_source_described(settings.dataset_name, **options)
     if len(dataset) < prompts:
         raise InputError(f"--prompts {prompts}: the recipe's data has only {len(dataset)} rows; ask for fewer")
-    dataset = dataset.shuffle(seed=settings.seed).select(range(prompts))
+    if not generated:  # rows as written: a draw shuffled with the recipe's seed, as training samples them
+        dataset = dataset.shuffle(seed=settings.seed)
+    dataset = dataset.select(range(prompts))
     dtype = "auto"
     if settings.cpu_dtype is not None and trains_on_cpu(settings):
         dtype = cpu_dtype_choice(settings.cpu_dtype)[0]

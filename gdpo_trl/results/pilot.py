@@ -318,10 +318,14 @@ def plan(
     seed_sd = STUDY_SEED_SD if seed_sd is None else seed_sd
     varied = {name: s for name, s in summary.items() if s["std"] is not None and s["std"] > 0}
     k = max(len(varied), 1)
-    per_reward = {}
+    per_reward, seed_counts = {}, {}
     for name, s in varied.items():
         scale = max(1.0, s["max"] - s["min"])
-        seeds = seeds_for_power(difference * scale, seed_sd * scale, rewards=k, alpha=alpha, power=power)
+        if scale not in seed_counts:  # the exact power search takes a while: once per scale (0/1 rewards share one)
+            seed_counts[scale] = seeds_for_power(
+                difference * scale, seed_sd * scale, rewards=k, alpha=alpha, power=power
+            )
+        seeds = seed_counts[scale]
         problems = evaluation_size_for_power(
             difference * scale, sd=math.sqrt(2) * s["std"], rewards=k, alpha=alpha, power=power
         )
@@ -512,12 +516,18 @@ def report_markdown(report: dict) -> str:
     return "\n\n".join(p for p in parts if p) + "\n"
 
 
-def plot_pilot(report: dict, path) -> None:
-    """``pilot.png``: each rule's advantage correlation with GRPO and share of groups ranked differently (left, with
-    the verdict thresholds), and each rule's share of the advantage per reward (right)."""
+def import_plotting() -> None:
+    """matplotlib with its file-only backend (``gdpo pilot`` runs this in a thread while the model generates)."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+
+
+def plot_pilot(report: dict, path) -> None:
+    """``pilot.png``: each rule's advantage correlation with GRPO and share of groups ranked differently (left, with
+    the verdict thresholds), and each rule's share of the advantage per reward (right)."""
+    import_plotting()
     import matplotlib.pyplot as plt
 
     rules = [r for r, f in report["rules"].items() if "advantage_share" in f]
