@@ -50,13 +50,15 @@ class PreparedRewards:
     process_slots: list[tuple[int, ProcessRewardSlot]] = field(default_factory=list)
     timeout: float | None = None
     given: list = field(default_factory=list)
+    row_options: dict = field(default_factory=dict)  # check_train_rows' environments and rollout_fields
 
     def __post_init__(self):
         self.count = len(self.funcs or [])  # TRL appends to this very list: how many were ours
 
     def check_rows(self, dataset) -> None:
-        """The training rows against these rewards: a ``prompt`` column, and every column a reward requires."""
-        check_train_rows(dataset, self.given)
+        """The training rows against these rewards: a ``prompt`` column, and every column a reward requires (as
+        the trainer's other arguments allow: an environment's ``reset()`` may supply the prompt)."""
+        check_train_rows(dataset, self.given, **self.row_options)
 
     def with_trl_additions(self, funcs: list, names: list[str]) -> list:
         """TRL's final reward list: ours, then what TRL appended in its constructor (an environment's ``get_reward``,
@@ -74,19 +76,20 @@ def prepare_rewards(reward_funcs, args, **trainer_kwargs) -> PreparedRewards:
     Raises ``InputError`` for rows that lack a column, a condition naming an unknown reward, ``ValueError`` for
     process rewards with settings they cannot train with. Calls no reward.
     """
-    check_train_rows(
-        trainer_kwargs.get("train_dataset"),
-        reward_funcs,
-        environments=trainer_kwargs.get("environment_factory") is not None,  # reset() may supply the prompt
-        rollout_fields=trainer_kwargs.get("rollout_func") is not None,  # its extra fields reach the rewards
-    )
+    row_options = {
+        "environments": trainer_kwargs.get("environment_factory") is not None,  # reset() may supply the prompt
+        "rollout_fields": trainer_kwargs.get("rollout_func") is not None,  # its extra fields reach the rewards
+    }
+    if "train_dataset" in trainer_kwargs:  # gdpo train checks its rows once they load (PreparedRewards.check_rows)
+        check_train_rows(trainer_kwargs["train_dataset"], reward_funcs, **row_options)
     if reward_funcs is None:
-        return PreparedRewards(None, [], args.reward_timeout)
+        return PreparedRewards(None, [], args.reward_timeout, [], row_options)
     given = list(reward_funcs) if isinstance(reward_funcs, list) else [reward_funcs]
     funcs = apply_reward_conditions(given, args.reward_conditions)
     funcs, slots = attach_process_rewards(funcs, args.reward_timeout)
     check_process_settings(args, funcs, slots, **trainer_kwargs)
-    return PreparedRewards(check_reward_funcs(funcs, args.reward_timeout), slots, args.reward_timeout, given)
+    checked = check_reward_funcs(funcs, args.reward_timeout)
+    return PreparedRewards(checked, slots, args.reward_timeout, given, row_options)
 
 
 def silent_slices(rewards: torch.Tensor, per_process: int) -> dict[int, list[int]]:

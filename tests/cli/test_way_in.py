@@ -22,7 +22,8 @@ def walks(tmp_path_factory):
     for name, child in (("main", False), ("child", True)):
         out = tmp_path_factory.mktemp(name) / "run"
         walked, counts = way_in.walk([*way_in.RECIPE, "--output_dir", str(out)], child=child)
-        found[name] = (walked.steps(), counts)
+        calls = [event[3:] for event in walked.events if event[0] == "call"]  # (module, function) of every call
+        found[name] = (walked.steps(), counts, calls)
     return found
 
 
@@ -66,3 +67,12 @@ def test_the_walk_counts_a_return_each_time_it_comes_back():
     steps = [("a", True, "f"), ("b", False, "g"), ("a", True, "f"), ("c", True, "h"), ("b", False, "k")]
     assert way_in.figures(steps) == {"modules": 3, "returns": 2}
     assert way_in.drawing(steps) == "a  f -> b\nc  h -> b"
+
+
+def test_the_rewards_are_prepared_and_their_rows_checked_once(walks):
+    """One call site: gdpo train's build prepares the rewards (the trainer takes them as they are) and checks the
+    rows' columns against them once, in the launched process as in the single one."""
+    for _, _, calls in walks.values():
+        assert calls.count(("gdpo_trl.trainer.reward_pipeline", "prepare_rewards")) == 1
+        assert calls.count(("gdpo_trl.data.prompt_rows", "check_train_rows")) == 1
+        assert calls.count(("gdpo_trl.data.prompt_rows", "check_reward_columns")) == 1
