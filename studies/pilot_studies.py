@@ -7,8 +7,12 @@ rewards differed beyond the study's confidence interval between the rule and GRP
 table ``docs/results/pilot_studies.{md,json}``: the pilot's figures and verdict beside the outcome, and whether the
 verdict was right ("likely" predicts some reward differed; "unlikely" and "may differ slightly" that none did).
 
-    nice -n 10 python -m studies.pilot_studies run --data DATA   # DATA: the GSM8K files, for H8 and H9
+    nice -n 10 python -m studies.pilot_studies run --data DATA   # DATA: the GSM8K files, for H8
     python -m studies.pilot_studies table                       # the table from what ran
+
+H9's pilot scores H9's own pilot samples (docs/results/qwen_pilot: its start at the recipe's settings, 16 problems x
+8), rescored by the recipe's rewards as the pilot scores: sampling Qwen2.5-Coder-0.5B again at 400 new tokens would
+take hours on this machine (``python -m studies.pilot_studies h9`` does only that).
 
 The toy studies' starts (H1-H7: the shipped warm starts) are rebuilt by today's code on this machine; H6's own warm
 start is not (the agent warm start changed at 284307e, before H6b): its pilot runs on today's start, H6b's. H1-H7's
@@ -48,6 +52,7 @@ class Study:
     label: str = "GDPO − GRPO"
     note: str = "start rebuilt today (the shipped warm start)"
     data: bool = False  # trains on the GSM8K files: --dataset_name DATA/train.jsonl
+    committed_samples: bool = False  # the pilot scores the study's own committed pilot samples (H9)
     extra: tuple[str, ...] = field(default=())
 
 
@@ -103,8 +108,10 @@ STUDIES = (
         "qwen_gdpo_grpo",
         ("--config", "recipes/cpu/qwen_gdpo/config.yaml", "--cpu_dtype", "float32"),
         label="gdpo - grpo",
-        note="the study's start (Qwen2.5-Coder-0.5B-Instruct from its hash-checked GGUF), float32 as its runs",
+        note="the study's start: its own pilot's samples (16 problems x 8, bfloat16, docs/results/qwen_pilot) "
+        "rescored by the recipe's rewards; not sampled again (H8's 64 took 45 min here, H9's would take hours)",
         data=True,
+        committed_samples=True,
     ),
 )
 NOT_PILOTED = {"H5": "process rewards: H5 compared token-level GDPO with outcome-level GDPO, not a rule with GRPO"}
@@ -142,6 +149,9 @@ def run(data: str | None, only: list[str] | None) -> None:
         kept = KEPT / study.id / "pilot.json"
         if kept.exists():
             print(f"{study.id}: kept already", flush=True)
+            continue
+        if study.committed_samples:
+            keep_from_committed(study)
             continue
         flags = list(study.flags)
         if study.data:
@@ -189,6 +199,83 @@ def without_machine_paths(value):
         value = value.replace(f"{ROOT}/", "")
         return re.sub(r"\S*/gsm8k/", "DATA/", value)
     return value
+
+
+H9_PILOT = (
+    RESULTS / "qwen_pilot"
+)  # H9's own pilot: its start sampled at the study's settings (docs/results/qwen_pilot.md)
+
+
+def pilot_from_committed_samples(study: Study, folder: Path = H9_PILOT) -> dict:
+    """The pilot's report for ``study`` from completions its start already gave at the recipe's settings and that are
+    committed (``gdpo eval``'s ``completions.jsonl.gz`` in ``folder``): rescored by the recipe's rewards as the pilot
+    scores (TRL's arguments), measured as the pilot measures. For H9, whose start (Qwen2.5-Coder-0.5B, 400 new
+    tokens) would take hours to sample again on this machine; its own pilot sampled 16 problems x 8 there."""
+    from gdpo_trl.cli.first_checks import read_request
+    from gdpo_trl.cli.pilot import measure, recipe_rewards, recipe_settings, score
+    from gdpo_trl.eval.settings import Completion
+
+    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    rows = [json.loads(line) for line in gzip.decompress((folder / "completions.jsonl.gz").read_bytes()).splitlines()]
+    request = read_request(list(study.flags))
+    settings = recipe_settings(request.recipe_argv, request.recipe)
+    funcs = recipe_rewards(settings)
+    names = [f.__name__ for f in funcs]
+    system = summary["data"]["system_prompt"]
+    prompts = [[{"role": "system", "content": system}, {"role": "user", "content": r["question"]}] for r in rows]
+    table = [{"prompt": p, "answer": r["answer"]} for p, r in zip(prompts, rows, strict=True)]
+    completions = [
+        [Completion(t, n, c) for t, n, c in zip(r["completions"], r["num_tokens"], r["truncated"], strict=True)]
+        for r in rows
+    ]
+    rewards, scored = score(funcs, names, RowTable(table), completions)
+    weights = list(settings.reward_weights or [1.0] * len(funcs))
+    generation = summary["generation"]
+    sampled = {
+        "funcs": funcs,
+        "names": names,
+        "weights": weights,
+        "rewards": rewards,
+        "rows": scored,
+        "settings": {
+            "model": settings.model_name_or_path,
+            "dataset": "DATA/train.jsonl",
+            "prompts": len(rows),
+            "num_generations": generation["n"],
+            "temperature": generation["temperature"],
+            "top_p": generation["top_p"],
+            "max_completion_length": generation["max_new_tokens"],
+            "seed": generation["seed"],
+            "backend": generation["backend"],
+            "dtype": generation["dtype"],
+            "multi_objective_aggregation": settings.multi_objective_aggregation,
+            "generation_time_s": summary["generation_time_s"],
+            "samples": "H9's own pilot (docs/results/qwen_pilot), rescored by the recipe's rewards",
+        },
+    }
+    report = measure(sampled, settings, 0.03)
+    report["command"] = "python -m studies.pilot_studies h9 (rescoring docs/results/qwen_pilot's completions)"
+    return report, scored
+
+
+class RowTable:
+    """Rows as ``score`` reads a dataset: iterable, with ``column_names``."""
+
+    def __init__(self, rows: list[dict]):
+        self.rows, self.column_names = rows, list(rows[0])
+
+    def __iter__(self):
+        return iter(self.rows)
+
+
+def keep_from_committed(study: Study) -> None:
+    report, rows = pilot_from_committed_samples(study)
+    target = KEPT / study.id
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "pilot.json").write_text(json.dumps(without_machine_paths(report), indent=2) + "\n", encoding="utf-8")
+    data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    (target / "completions.jsonl.gz").write_bytes(gzip.compress(data, mtime=0))
+    print(f"{study.id}: kept (from its committed samples)", flush=True)
 
 
 def right(verdict: str, differed: bool) -> bool:
@@ -264,12 +351,14 @@ def write_table(results: Path = RESULTS) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m studies.pilot_studies", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("run", "table"))
+    parser.add_argument("command", choices=("run", "h9", "table"))
     parser.add_argument("--data", help="folder with GSM8K's train.jsonl (H8, H9)")
     parser.add_argument("--only", nargs="*", help="study ids to run (default: all)")
     args = parser.parse_args(argv)
     if args.command == "run":
         run(args.data, args.only)
+    elif args.command == "h9":
+        keep_from_committed(next(s for s in STUDIES if s.id == "H9"))
     else:
         print(write_table(), end="")
 
