@@ -1,6 +1,7 @@
 """What a run prints: the compact step line, and the known warnings silenced (and only those)."""
 
 import warnings
+from types import SimpleNamespace
 
 import pytest
 
@@ -172,7 +173,7 @@ def test_gdpo_compare_runs_print_the_compact_lines(monkeypatch, tmp_path):
     hooks = []
     monkeypatch.setattr(compare, "run_config", lambda *a: ("script", "training", "model", ["reward"]))
     monkeypatch.setattr(build, "train_run", lambda *a, on_built=None, **k: hooks.append(on_built))
-    compare.train_one(None, "recipe.yaml", {}, "gdpo", 0)
+    compare.train_one(SimpleNamespace(save_models=False), "recipe.yaml", {}, "gdpo", 0)
     assert hooks == [use_compact_progress]
 
 
