@@ -31,6 +31,7 @@ DOCS = (
     "docs/gd2po.md",
     "docs/real_model.md",
     "docs/qwen.md",
+    "docs/gaming.md",
     "docs/your_task.md",
     "docs/pilot.md",
 )
