@@ -22,6 +22,7 @@ GENERATED.append("docs/results/smollm2_gdpo_grpo.md")  # study H8: tests/studies
 GENERATED.append("docs/results/qwen_gdpo_grpo.md")  # study H9: tests/studies/test_qwen_study.py regenerates it
 GENERATED.append("docs/results/qwen_pilot.md")  # study H9's pilot: tests/studies/test_qwen_study.py regenerates it
 GENERATED.append("docs/results/gaming_watch.md")  # tests/studies/test_gaming_validation.py regenerates it
+GENERATED += ["docs/results/rules_toolcall.md", "docs/results/rules_scale6.md"]  # H10: tests/studies/test_rules_study.py
 GENERATED.append("docs/results/second_reading.md")  # H8's and H9's secondary reading: tests/studies/test_second_reading.py
 GENERATED.append("docs/results/pilot_studies.md")  # the pilot against every study: tests/studies/test_pilot_studies.py
 

@@ -16,6 +16,7 @@ from tests.helpers.figure_real_sources import (
     real_model_counts,
     real_model_steps,
 )
+from tests.helpers.figure_rules_sources import h10_shares, h10_study
 from tests.helpers.figure_second_reading import second_reading
 from tests.helpers.figure_sources import (
     advantage_groups,
@@ -107,6 +108,9 @@ SOURCES = [
     (r"docs/results/README\.md", r"### H9,", [h9_audit]),
     (r"docs/qwen\.md", r"H9", [h9_audit]),
     (r"README\.md", r"## Results$", [h9_audit]),
+    # Study H10 (the published multi-reward rules against GDPO and GRPO), where its answer is written.
+    (r"docs/rules\.md", r"H10", [h10_study]),
+    (r"docs/results/README\.md", r"### H10,", [h10_study, h10_shares]),
     (r"docs/results/reproducibility\.md", r".", [cross_cpu, shipped_records]),
     (PAGE, r"Advantage collapse", [advantage_groups]),
     (PAGE, r"Process rewards", [worked_example]),
@@ -188,6 +192,8 @@ SETTINGS: dict[str, dict[str, str]] = {
         "50 s": "the estimate of a GSM8K-style run that set the study's lengths, " + _PREREGISTERED,
         "35-40 min": "the estimate of 30 tool runs of 60 steps that set the study's lengths, " + _PREREGISTERED,
         "3,000": "the draws of H9's power simulation, " + _PREREGISTERED,
+        "120 runs": "H10's runs (2 tasks x 6 arms x 10 seeds), " + _PREREGISTERED,
+        "90-110 minutes": "the estimate of H10's runs that set its design, " + _PREREGISTERED,
     },
     "README.md": {
         "10 s": "when a slow reward is first named (gdpo_trl/trainer/reward_checks.py)",

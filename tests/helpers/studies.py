@@ -46,9 +46,11 @@ RUNS = {"process": 20, **{task: 3 * seeds for task, seeds in SEEDS.items()}}
 # and logs; tests/studies/test_smollm2_study.py recomputes them).
 # Study H9's pilot: analysed by studies.qwen_pilot from its committed completions (tests/scripts/
 # test_qwen_study.py recomputes it); it trained nothing, so it has no training logs. Study H9: analysed by
-# studies.qwen_study from the folder its runner kept (the same test file recomputes it).
-OTHER_STUDIES = ["smollm2_gdpo_grpo", "qwen_pilot", "qwen_gdpo_grpo"]
-OTHER_LOGS = ["compare", "smollm2_gdpo_grpo", "qwen_gdpo_grpo"]  # README's gdpo compare table; H8's and H9's RL runs
+# studies.qwen_study from the folder its runner kept (the same test file recomputes it). Study H10: analysed by
+# studies.rules_study from its committed raw logs (tests/studies/test_rules_study.py recomputes its tables).
+OTHER_STUDIES = ["smollm2_gdpo_grpo", "qwen_pilot", "qwen_gdpo_grpo", "rules_toolcall", "rules_scale6"]
+# README's gdpo compare table; H8's and H9's RL runs; H10's (studies.rules_study, tests/studies/test_rules_study.py)
+OTHER_LOGS = ["compare", "smollm2_gdpo_grpo", "qwen_gdpo_grpo", "rules_toolcall", "rules_scale6"]
 
 
 def seed_study():
