@@ -7,9 +7,9 @@ recipe's ``num_generations``, temperature, top-p, ``max_completion_length``, dty
 prompts of the same data source, both in batches of P prompts and with one torch thread. It prints each command's
 wall time (the whole process: imports, model load, generation, scoring, writing) and its generation time as the
 command reports it (``gdpo eval``'s includes loading the model; the pilot's too), and the ratios of the medians. For a
-generated source (the demo's, the agent's) both sample the same P training problems with the same seed and batch,
-so they generate the same completions: the script counts how many texts agree. For a data file the pilot draws its
-prompts shuffled and ``gdpo eval`` takes the first P, so compare the mean lengths.
+generated source (the demo's, the agent's) both sample the same P training problems with the same seed and batch;
+for a data file the pilot draws its rows shuffled, so a first, untimed pilot's rows are written to a JSONL file that
+``gdpo eval`` then reads. Either way both generate the same completions: the script counts how many texts agree.
 
     python scripts/benchmark_pilot.py                      # the demo recipe and SmolLM2's, 3 rounds
     python scripts/benchmark_pilot.py --recipes cpu/gdpo --rounds 5
@@ -28,6 +28,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def is_generated(dataset: str) -> bool:
+    from gdpo_trl.data.sources import is_generated as generated
+
+    return generated(dataset)
 
 
 def recipe_settings(recipe: str) -> dict:
@@ -61,17 +67,30 @@ def timed(command: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def one_round(recipe: str, settings: dict, prompts: int, folder: Path, pilot_first: bool) -> dict:
+def pilot_prompts_file(pilot_dir: Path, out: Path) -> Path:
+    """The prompts (and the columns the rewards read) a pilot sampled, in its order, as a JSONL file gdpo eval reads."""
+    seen = {}
+    for line in (pilot_dir / "completions.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        seen.setdefault(row["prompt_index"], {"prompt": row["prompt"], **row["columns"]})
+    out.write_text("".join(json.dumps(seen[i]) + "\n" for i in sorted(seen)))
+    return out
+
+
+def one_round(
+    recipe: str, settings: dict, prompts: int, folder: Path, pilot_first: bool, prompts_file: str | None
+) -> dict:
     gdpo = str(Path(sys.executable).with_name("gdpo"))
     pilot_dir, eval_dir = folder / "pilot", folder / "eval"
     pilot = [gdpo, "pilot", "--config", recipe, "--prompts", str(prompts), "--batch_size", str(prompts),
              "--cpu_threads", "1", "--pilot_dir", str(pilot_dir)]  # fmt: skip
-    evaluation = [gdpo, "eval", "--model", settings["model"], "--dataset", settings["dataset"], "--split", "train",
+    evaluation = [gdpo, "eval", "--model", settings["model"], "--dataset", prompts_file or settings["dataset"],
+                  "--split", "train",
                   "--limit", str(prompts), "--n", str(settings["n"]), "--temperature", str(settings["temperature"]),
                   "--top_p", str(settings["top_p"]), "--max_new_tokens", str(settings["max_new_tokens"]),
                   "--batch_size", str(prompts), "--seed", str(settings["seed"]), "--dtype", settings["dtype"],
                   "--output_dir", str(eval_dir), "--overwrite"]  # fmt: skip
-    if settings["system_prompt"] is not None:
+    if settings["system_prompt"] is not None and prompts_file is None:  # the file's prompts hold it already
         evaluation += ["--system_prompt", settings["system_prompt"]]
     order = [("pilot", pilot), ("eval", evaluation)] if pilot_first else [("eval", evaluation), ("pilot", pilot)]
     found = {}
@@ -102,8 +121,15 @@ def main(argv: list[str] | None = None) -> None:
         settings = recipe_settings(recipe)
         rounds = []
         with tempfile.TemporaryDirectory() as tmp:
+            prompts_file = None
+            if not is_generated(settings["dataset"]):  # a data file: gdpo eval reads the rows the pilot drew
+                warm = Path(tmp) / "warm-up"
+                timed([str(Path(sys.executable).with_name("gdpo")), "pilot", "--config", recipe, "--prompts",
+                       str(args.prompts), "--cpu_threads", "1", "--pilot_dir", str(warm)])  # fmt: skip
+                prompts_file = str(pilot_prompts_file(warm, Path(tmp) / "pilot_prompts.jsonl"))
             for r in range(args.rounds):
-                rounds.append(one_round(recipe, settings, args.prompts, Path(tmp) / str(r), pilot_first=r % 2 == 0))
+                folder = Path(tmp) / str(r)
+                rounds.append(one_round(recipe, settings, args.prompts, folder, r % 2 == 0, prompts_file))
         median = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
         print(f"{recipe}: {args.prompts} prompts x {settings['n']} completions, {settings['max_new_tokens']} new "
               f"tokens, {args.rounds} rounds (medians)")  # fmt: skip

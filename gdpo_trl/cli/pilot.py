@@ -364,7 +364,7 @@ def score(funcs: list, names: list[str], dataset, completions: list[list]) -> tu
             chat = isinstance(row["prompt"], list)
             texts.append([{"role": "assistant", "content": completion.text}] if chat else completion.text)
             ids.append(list(completion.token_ids))
-            meta.append((index, completion))
+            meta.append((index, completion, row))
     inputs = {"prompts": prompts, "completions": texts, "completion_ids": ids, "trainer_state": TrainerState(),
               "log_extra": lambda *a, **k: None, "log_metric": lambda *a, **k: None, **columns}  # fmt: skip
     scored = [call_reward(func, name, inputs, len(texts)) for func, name in zip(funcs, names, strict=True)]
@@ -372,12 +372,14 @@ def score(funcs: list, names: list[str], dataset, completions: list[list]) -> tu
     rows = [
         {
             "prompt_index": index,
+            "prompt": row["prompt"],
+            "columns": {column: row[column] for column in columns},  # what the rewards read beside the completion
             "completion": completion.text,
             "num_tokens": completion.num_tokens,
             "truncated": completion.truncated,
             "rewards": dict(zip(names, values, strict=True)),
         }
-        for (index, completion), values in zip(meta, rewards, strict=True)
+        for (index, completion, row), values in zip(meta, rewards, strict=True)
     ]
     return rewards, rows
 
@@ -461,7 +463,7 @@ def write_pilot(out: Path, report: dict, sampled: dict) -> None:
     (out / "pilot.md").write_text(report_markdown(report), encoding="utf-8")
     with open(out / "completions.jsonl", "w", encoding="utf-8") as file:
         for row in sampled["rows"]:
-            file.write(json.dumps(row) + "\n")
+            file.write(json.dumps(row, default=str) + "\n")  # a column of dates or other objects as text
     plot_pilot(report, out / "pilot.png")
 
 
