@@ -48,7 +48,12 @@ RUNS = {"process": 20, **{task: 3 * seeds for task, seeds in SEEDS.items()}}
 # test_qwen_study.py recomputes it); it trained nothing, so it has no training logs. Study H9: analysed by
 # studies.qwen_study from the folder its runner kept (the same test file recomputes it). Study H10: analysed by
 # studies.rules_study from its committed raw logs (tests/studies/test_rules_study.py recomputes its tables).
-OTHER_STUDIES = ["smollm2_gdpo_grpo", "qwen_pilot", "qwen_gdpo_grpo", "rules_toolcall", "rules_scale6"]
+# The gaming watch's validation (studies.gaming_validation), H8's and H9's second reading (studies.second_reading) and
+# the pilot against every study (studies.pilot_studies): each a .json and .md its test rewrites from committed files.
+OTHER_STUDIES = [
+    "smollm2_gdpo_grpo", "qwen_pilot", "qwen_gdpo_grpo", "rules_toolcall", "rules_scale6",
+    "gaming_watch", "second_reading", "pilot_studies",
+]  # fmt: skip
 # README's gdpo compare table; H8's and H9's RL runs; H10's (studies.rules_study, tests/studies/test_rules_study.py)
 OTHER_LOGS = ["compare", "smollm2_gdpo_grpo", "qwen_gdpo_grpo", "rules_toolcall", "rules_scale6"]
 
