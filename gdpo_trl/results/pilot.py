@@ -47,7 +47,7 @@ VERDICT_RULE = (
     f"moved by < {SAME_SHARE_SHIFT}; otherwise may differ slightly. No group with spread: no signal for any rule."
 )
 LIKELY, SLIGHT, UNLIKELY, NO_SIGNAL = "likely", "slight", "unlikely", "no signal"
-NOT_APPLIED = "not applied"  # a rule these rewards cannot take (e.g. ODRPO's thresholds for a reward without a range)
+NOT_APPLIED = "not applied"  # a rule whose options do not fit these rewards (rule_options_for raised, naming why)
 
 
 def reward_summary(rewards: torch.Tensor, names: Sequence[str], num_generations: int) -> dict[str, dict]:
