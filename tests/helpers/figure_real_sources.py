@@ -139,4 +139,11 @@ def h9_audit(tmp):
     for arm in ("gdpo", "grpo"):
         steps = [e for name, log in runs.items() if name.startswith(arm) for e in log if "step_time" in e]
         found += [round(sum(2 * e["rewards/correctness_reward/frac_zero_std"] for e in steps)), 2 * len(steps)]
+    # The start decoded again on the second machine (float32, batches of 20): how many of the first 20 completions
+    # are the committed start's, character for character.
+    again = ROOT / "docs" / "results" / "qwen_gdpo_grpo_audit" / "eval-start-float32-batch20"
+    with gzip.open(again / "completions.jsonl.gz", "rt", encoding="utf-8") as f:
+        redone = [json.loads(line)["completions"][0] for line in f]
+    first = [row["completions"][0] for row in _h9_completions("eval-start")[: len(redone)]]
+    found += [sum(a == b for a, b in zip(first, redone, strict=True)), len(redone)]
     return found
