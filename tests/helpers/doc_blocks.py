@@ -34,6 +34,7 @@ DOCS = (
     "docs/gaming.md",
     "docs/your_task.md",
     "docs/pilot.md",
+    "docs/rules.md",
 )
 MARKERS = ("gpu", "slow", "runnable", "data")
 _MARKER = re.compile(r"<!--\s*(\w+)\s*-->")
