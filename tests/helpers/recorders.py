@@ -99,3 +99,23 @@ def vary_lengths(monkeypatch, rank: int = 0):
         return [row[: 1 + (7 * i) % (9 - 4 * rank)] for i, row in enumerate(ids)], logprobs
 
     monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", cut)
+
+
+def record_lengths(monkeypatch) -> list:
+    """Each batch's token counts as TRL's own completion_mask has them (one process: gathered = local)."""
+    from trl import GRPOTrainer
+
+    lengths, native = [], GRPOTrainer._generate_and_score_completions
+
+    def record(trainer, inputs):
+        output = native(trainer, inputs)
+        lengths.append(output["completion_mask"].sum(dim=1).clone())
+        return output
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", record)
+    return lengths
+
+
+def logged(trainer) -> list[dict]:
+    """The trainer's logged training steps (the entries that carry a reward)."""
+    return [entry for entry in trainer.state.log_history if "reward" in entry]

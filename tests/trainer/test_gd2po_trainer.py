@@ -3,12 +3,11 @@ trains and what is logged equal the pure functions on the very batch."""
 
 import pytest
 import torch
-from trl import GRPOTrainer
 
 from gdpo_trl import GDPOTrainer
 from gdpo_trl.core.diagnostics import conflict_diagnostics
 from gdpo_trl.core.gd2po import gd2po_advantages
-from tests.helpers.recorders import Recorder
+from tests.helpers.recorders import Recorder, logged, record_lengths
 from tests.helpers.toy import length_mod_reward, parity_reward, toy_config, toy_dataset
 
 REWARDS = [parity_reward, length_mod_reward]
@@ -21,23 +20,6 @@ def train(model_path, tmp_path, **overrides):
     )
     trainer.train()
     return trainer
-
-
-def record_lengths(monkeypatch) -> list:
-    """Each batch's token counts as TRL's own completion_mask has them (one process: gathered = local)."""
-    lengths, native = [], GRPOTrainer._generate_and_score_completions
-
-    def record(trainer, inputs):
-        output = native(trainer, inputs)
-        lengths.append(output["completion_mask"].sum(dim=1).clone())
-        return output
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", record)
-    return lengths
-
-
-def logged(trainer) -> list[dict]:
-    return [entry for entry in trainer.state.log_history if "reward" in entry]
 
 
 @pytest.mark.parametrize("threshold", [0.2, 1.0])

@@ -11,36 +11,18 @@ from pathlib import Path
 
 import pytest
 import torch
-from trl import GRPOTrainer
 
 from gdpo_trl import GDPOTrainer
 from gdpo_trl.core.diagnostics import advantage_shares
 from gdpo_trl.core.published_rules import saw_gdpo_advantages, saw_weights
 from gdpo_trl.core.rules import RULES, rule_advantages, rule_parts
 from gdpo_trl.trainer.card import RULE_CARDS
-from tests.helpers.recorders import Recorder
+from tests.helpers.recorders import Recorder, logged, record_lengths
 from tests.helpers.toy import length_mod_reward, parity_reward, toy_config, toy_dataset
 
 REWARDS = [parity_reward, length_mod_reward]
 NEW_RULES = ("mo_grpo", "saw_gdpo", "saw_grpo", "odrpo")
 OPTIONS = {"saw_offsets": {"length_mod_reward": 1.0}, "odrpo_thresholds": {"length_mod_reward": [1.0, 2.0]}}
-
-
-def record_lengths(monkeypatch) -> list:
-    """Each batch's token counts as TRL's own completion_mask has them (one process: gathered = local)."""
-    lengths, native = [], GRPOTrainer._generate_and_score_completions
-
-    def record(trainer, inputs):
-        output = native(trainer, inputs)
-        lengths.append(output["completion_mask"].sum(dim=1).clone())
-        return output
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", record)
-    return lengths
-
-
-def logged(trainer) -> list[dict]:
-    return [entry for entry in trainer.state.log_history if "reward" in entry]
 
 
 @pytest.mark.parametrize("rule", NEW_RULES)
